@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Kakin: a self-hostable in-app-purchase backend. Dependency direction:
+// KakinCore (pure) <- AppStoreSecurity, KakinStorage, AppStoreSimulator, AppStoreClient <- KakinServer <- kakin.
+// C libraries live only in the C* system-library targets and the one Swift target that wraps each.
+let package = Package(
+    name: "Kakin",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "kakin", targets: ["kakin"]),
+        .executable(name: "kakin-bench", targets: ["KakinBench"]),
+    ],
+    targets: [
+        // C libraries (Debian -dev packages), each with a small shim header.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
+        .target(name: "KakinCore"),
+        // JWS / X.509 / ES256 over OpenSSL.
+        .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"]),
+        // SQL storage: SQLite with group commit; the repository over it.
+        .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"]),
+        // HTTP over libmicrohttpd. Knows nothing about purchases.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        // Composition: routes, config, auth, pipelines.
+        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer"]),
+        .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
+        .executableTarget(name: "KakinBench", dependencies: ["KakinServer"], path: "Benchmarks/KakinBench"),
+
+        .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
+        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity"]),
+        .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer"]),
+    ]
+)
