@@ -1,0 +1,276 @@
+/// The one catalogue of errors Kakin shows to apps and people. Every case has a stable ID (`KKN-…`) that
+/// an app can display and support can look up; `docs/errors.md` is generated from this list
+/// (`kakin errors --markdown`) and a test keeps the two equal. Never renumber a case; add new ones.
+public enum ErrorKind: String, CaseIterable, Sendable {
+    // 1xxx: requests and the server
+    case internalError
+    case malformedJSON
+    case invalidField
+    case unsupportedMediaType
+    case bodyTooLarge
+    case routeNotFound
+    case methodNotAllowed
+    case invalidCustomerID
+    case requestTimeout
+    case serviceUnavailable
+    case storageUnavailable
+    case unauthorized
+    case forbidden
+    case invalidCursor
+    // 2xxx: signed data verification (the contract's verification codes)
+    case invalidFormat
+    case unsupportedAlgorithm
+    case untrustedCertificate
+    case invalidSignature
+    case wrongBundleID
+    case wrongAppAppleID
+    case wrongEnvironment
+    case retryableFailure
+    case wrongPayloadKind
+    // 3xxx: purchases
+    case alreadyProcessed
+    case unknownProduct
+    case transactionRevoked
+    case belongsToAnotherCustomer
+    case appStoreAPINotConfigured
+    case transactionNotFound
+    case appStoreAPIUnavailable
+    case receiptNotSupported
+    // 4xxx: wallet and ledger
+    case insufficientBalance
+    case idempotencyKeyRequired
+    case idempotencyKeyReused
+    case invalidAmount
+    case ledgerInconsistent
+    // 5xxx: notifications
+    case notificationForUnknownApp
+    // 6xxx: App Store simulator
+    case simulatorUnknownProduct
+    case simulatorNotEligible
+    case simulatorUnknownSubscription
+    case simulatorUnknownTransaction
+    case simulatorInvalidAction
+    // 7xxx: configuration and command line
+    case invalidConfiguration
+
+    public var id: String {
+        switch self {
+        case .internalError: return "KKN-1000"
+        case .malformedJSON: return "KKN-1001"
+        case .invalidField: return "KKN-1002"
+        case .unsupportedMediaType: return "KKN-1003"
+        case .bodyTooLarge: return "KKN-1004"
+        case .routeNotFound: return "KKN-1005"
+        case .methodNotAllowed: return "KKN-1006"
+        case .invalidCustomerID: return "KKN-1007"
+        case .requestTimeout: return "KKN-1008"
+        case .serviceUnavailable: return "KKN-1009"
+        case .storageUnavailable: return "KKN-1010"
+        case .unauthorized: return "KKN-1011"
+        case .forbidden: return "KKN-1012"
+        case .invalidCursor: return "KKN-1013"
+        case .invalidFormat: return "KKN-2001"
+        case .unsupportedAlgorithm: return "KKN-2002"
+        case .untrustedCertificate: return "KKN-2003"
+        case .invalidSignature: return "KKN-2004"
+        case .wrongBundleID: return "KKN-2005"
+        case .wrongAppAppleID: return "KKN-2006"
+        case .wrongEnvironment: return "KKN-2007"
+        case .retryableFailure: return "KKN-2008"
+        case .wrongPayloadKind: return "KKN-2009"
+        case .alreadyProcessed: return "KKN-3001"
+        case .unknownProduct: return "KKN-3002"
+        case .transactionRevoked: return "KKN-3003"
+        case .belongsToAnotherCustomer: return "KKN-3004"
+        case .appStoreAPINotConfigured: return "KKN-3005"
+        case .transactionNotFound: return "KKN-3006"
+        case .appStoreAPIUnavailable: return "KKN-3007"
+        case .receiptNotSupported: return "KKN-3008"
+        case .insufficientBalance: return "KKN-4001"
+        case .idempotencyKeyRequired: return "KKN-4002"
+        case .idempotencyKeyReused: return "KKN-4003"
+        case .invalidAmount: return "KKN-4004"
+        case .ledgerInconsistent: return "KKN-4005"
+        case .notificationForUnknownApp: return "KKN-5001"
+        case .simulatorUnknownProduct: return "KKN-6001"
+        case .simulatorNotEligible: return "KKN-6002"
+        case .simulatorUnknownSubscription: return "KKN-6003"
+        case .simulatorUnknownTransaction: return "KKN-6004"
+        case .simulatorInvalidAction: return "KKN-6005"
+        case .invalidConfiguration: return "KKN-7001"
+        }
+    }
+
+    /// The contract's snake_case code. Several kinds may share one code (e.g. `invalid_request`) while
+    /// keeping their own ID, so support can tell them apart.
+    public var code: String {
+        switch self {
+        case .internalError: return "internal_error"
+        case .malformedJSON, .invalidField: return "invalid_request"
+        case .unsupportedMediaType: return "unsupported_media_type"
+        case .bodyTooLarge: return "payload_too_large"
+        case .routeNotFound: return "not_found"
+        case .methodNotAllowed: return "method_not_allowed"
+        case .invalidCustomerID: return "invalid_customer_id"
+        case .requestTimeout: return "request_timeout"
+        case .serviceUnavailable: return "service_unavailable"
+        case .storageUnavailable: return "storage_unavailable"
+        case .unauthorized: return "unauthorized"
+        case .forbidden: return "forbidden"
+        case .invalidCursor: return "invalid_cursor"
+        case .invalidFormat: return "invalid_format"
+        case .unsupportedAlgorithm: return "unsupported_algorithm"
+        case .untrustedCertificate: return "untrusted_certificate"
+        case .invalidSignature: return "invalid_signature"
+        case .wrongBundleID: return "wrong_bundle_id"
+        case .wrongAppAppleID: return "wrong_app_apple_id"
+        case .wrongEnvironment: return "wrong_environment"
+        case .retryableFailure: return "retryable_failure"
+        case .wrongPayloadKind: return "wrong_payload_kind"
+        case .alreadyProcessed: return "already_processed"
+        case .unknownProduct: return "unknown_product"
+        case .transactionRevoked: return "transaction_revoked"
+        case .belongsToAnotherCustomer: return "belongs_to_another_customer"
+        case .appStoreAPINotConfigured: return "app_store_api_not_configured"
+        case .transactionNotFound: return "transaction_not_found"
+        case .appStoreAPIUnavailable: return "app_store_api_unavailable"
+        case .receiptNotSupported: return "receipt_not_supported"
+        case .insufficientBalance: return "insufficient_balance"
+        case .idempotencyKeyRequired: return "idempotency_key_required"
+        case .idempotencyKeyReused: return "idempotency_key_reused"
+        case .invalidAmount: return "invalid_amount"
+        case .ledgerInconsistent: return "ledger_inconsistent"
+        case .notificationForUnknownApp: return "wrong_bundle_id"
+        case .simulatorUnknownProduct: return "unknown_product"
+        case .simulatorNotEligible: return "not_eligible"
+        case .simulatorUnknownSubscription: return "unknown_subscription"
+        case .simulatorUnknownTransaction: return "unknown_transaction"
+        case .simulatorInvalidAction: return "invalid_action"
+        case .invalidConfiguration: return "invalid_configuration"
+        }
+    }
+
+    public var httpStatus: Int {
+        switch self {
+        case .internalError: return 500
+        case .malformedJSON, .invalidField, .invalidCustomerID, .invalidCursor, .idempotencyKeyRequired, .invalidAmount:
+            return 400
+        case .unsupportedMediaType: return 415
+        case .bodyTooLarge: return 413
+        case .routeNotFound: return 404
+        case .methodNotAllowed: return 405
+        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable:
+            return 503
+        case .unauthorized: return 401
+        case .forbidden, .belongsToAnotherCustomer: return 403
+        case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
+            .wrongAppAppleID, .wrongEnvironment, .wrongPayloadKind, .unknownProduct, .transactionRevoked,
+            .idempotencyKeyReused, .receiptNotSupported:
+            return 422
+        case .appStoreAPINotConfigured: return 501
+        case .transactionNotFound: return 404
+        case .alreadyProcessed, .insufficientBalance: return 409
+        case .ledgerInconsistent: return 500
+        case .notificationForUnknownApp: return 400
+        case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction: return 422
+        case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
+        case .invalidConfiguration: return 2
+        }
+    }
+
+    /// The default one-sentence message. Never contains tokens, keys or whole JWS.
+    public var defaultMessage: String {
+        switch self {
+        case .internalError: return "Something went wrong on the server; the request may be retried."
+        case .malformedJSON: return "The request body is not valid JSON."
+        case .invalidField: return "A field of the request is missing or has the wrong type or value."
+        case .unsupportedMediaType: return "The request body must be JSON (Content-Type: application/json)."
+        case .bodyTooLarge: return "The request body is larger than the server accepts."
+        case .routeNotFound: return "No such endpoint."
+        case .methodNotAllowed: return "This endpoint does not accept that HTTP method."
+        case .invalidCustomerID: return "The customer ID must be 1 to 128 characters of A-Z a-z 0-9 . _ : @ -."
+        case .requestTimeout: return "The server did not finish the request in time; retry it."
+        case .serviceUnavailable: return "The server is shutting down or overloaded; retry shortly."
+        case .storageUnavailable: return "The database could not complete the request; retry it."
+        case .unauthorized: return "Missing or invalid credentials."
+        case .forbidden: return "These credentials may not do this."
+        case .invalidCursor: return "The cursor is not one this server issued."
+        case .invalidFormat: return "The signed data is not a well-formed App Store JWS."
+        case .unsupportedAlgorithm: return "The signed data uses an algorithm other than ES256."
+        case .untrustedCertificate: return "The signing certificates do not chain to a trusted Apple root, lack Apple's markers, or were not valid when the data was signed."
+        case .invalidSignature: return "The signature does not match the signed data."
+        case .wrongBundleID: return "The signed data belongs to another app (bundle ID)."
+        case .wrongAppAppleID: return "The signed data belongs to another app (app Apple ID)."
+        case .wrongEnvironment: return "The signed data comes from an environment this server does not accept."
+        case .retryableFailure: return "The signature could not be checked right now; retry later."
+        case .wrongPayloadKind: return "The signed data is valid but is not the kind expected here."
+        case .alreadyProcessed: return "This transaction was already applied; finish it in the app."
+        case .unknownProduct: return "The product is not in this server's catalog."
+        case .transactionRevoked: return "The transaction was refunded or revoked and grants nothing."
+        case .belongsToAnotherCustomer: return "The transaction is linked to another customer."
+        case .appStoreAPINotConfigured: return "The App Store Server API is not configured on this server."
+        case .transactionNotFound: return "The App Store does not know this transaction."
+        case .appStoreAPIUnavailable: return "The App Store Server API could not be reached; retry later."
+        case .receiptNotSupported: return "App receipts are not accepted by this server yet."
+        case .insufficientBalance: return "Not enough coins; nothing was spent."
+        case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
+        case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."
+        case .invalidAmount: return "The amount must be a positive whole number of coins within limits."
+        case .ledgerInconsistent: return "A balance does not equal the sum of its ledger entries."
+        case .notificationForUnknownApp: return "The notification is for an app this server is not configured for."
+        case .simulatorUnknownProduct: return "The simulator's catalog has no such product."
+        case .simulatorNotEligible: return "The App Store would refuse this purchase (not eligible for the offer)."
+        case .simulatorUnknownSubscription: return "The simulator has no such subscription."
+        case .simulatorUnknownTransaction: return "The simulator has no such transaction."
+        case .simulatorInvalidAction: return "The simulator cannot apply this action in the subscription's current state."
+        case .invalidConfiguration: return "The configuration is invalid."
+        }
+    }
+}
+
+/// An error as a value: a catalogue kind plus a safe message for the caller and a detail for logs only.
+public struct KakinError: Error, Sendable, CustomStringConvertible {
+    public var kind: ErrorKind
+    /// Shown to the caller; one sentence, no secrets.
+    public var message: String
+    /// Logged, never returned (may name internal state; still never a token or key).
+    public var detail: String?
+    /// Overrides the catalogue's HTTP status where an endpoint's contract says so.
+    public var httpStatus: Int
+
+    public init(_ kind: ErrorKind, _ message: String? = nil, detail: String? = nil, httpStatus: Int? = nil) {
+        self.kind = kind
+        self.message = message ?? kind.defaultMessage
+        self.detail = detail
+        self.httpStatus = httpStatus ?? kind.httpStatus
+    }
+
+    public var description: String { "\(kind.id) \(kind.code): \(message)" + (detail.map { " (\($0))" } ?? "") }
+
+    /// The contract's error body.
+    public func body(requestId: String) -> JSONValue {
+        ["error": ["code": .string(kind.code), "id": .string(kind.id), "message": .string(message), "requestId": .string(requestId)]]
+    }
+}
+
+extension ErrorKind {
+    /// `docs/errors.md`, generated from this catalogue.
+    public static func markdownCatalogue() -> String {
+        var lines = [
+            "# Kakin error catalogue",
+            "",
+            "Generated from `Sources/KakinCore/Errors/ErrorCatalogue.swift` by `kakin errors --markdown`; a test keeps",
+            "this file equal to the code. Every non-2xx answer carries one of these in",
+            "`{\"error\": {\"code\", \"id\", \"message\", \"requestId\"}}`. IDs are stable: apps may show them and",
+            "support can look them up here. (Configuration errors are reported by the command line with exit code 2.)",
+            "",
+            "| ID | code | HTTP | meaning |",
+            "|---|---|---|---|",
+        ]
+        for kind in allCases {
+            let status = kind == .invalidConfiguration ? "exit 2" : String(kind.httpStatus)
+            lines.append("| \(kind.id) | `\(kind.code)` | \(status) | \(kind.defaultMessage) |")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
