@@ -25,8 +25,12 @@ let package = Package(
         .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
+        .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"]),
+        // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
+        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"]),
         // Composition: routes, config, auth, pipelines.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer"], path: "Benchmarks/KakinBench"),
 
@@ -34,6 +38,8 @@ let package = Package(
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity"]),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer"]),
     ]
 )

@@ -1,0 +1,132 @@
+/// The product catalog: what each product ID is and what it grants. Built from the config's `products`,
+/// an Xcode `.storekit` file, or the demo catalog; shared by the server and the App Store simulator.
+public enum ProductKind: String, Sendable, CaseIterable, Hashable {
+    case consumable, nonConsumable, nonRenewing, autoRenewable
+
+    /// The `type` Apple writes in a signed transaction.
+    public var appleType: AppleProductType {
+        switch self {
+        case .consumable: return .consumable
+        case .nonConsumable: return .nonConsumable
+        case .nonRenewing: return .nonRenewing
+        case .autoRenewable: return .autoRenewable
+        }
+    }
+
+    public init?(appleType: AppleProductType) {
+        guard let k = ProductKind.allCases.first(where: { $0.appleType == appleType }) else { return nil }
+        self = k
+    }
+
+    /// The Get Transaction History `productType` filter value.
+    public var historyFilterName: String {
+        switch self {
+        case .consumable: return "CONSUMABLE"
+        case .nonConsumable: return "NON_CONSUMABLE"
+        case .nonRenewing: return "NON_RENEWABLE"
+        case .autoRenewable: return "AUTO_RENEWABLE"
+        }
+    }
+}
+
+public enum OfferPaymentMode: String, Sendable, Hashable {
+    case freeTrial, payAsYouGo, payUpFront
+
+    public var discountType: OfferDiscountType {
+        switch self {
+        case .freeTrial: return .freeTrial
+        case .payAsYouGo: return .payAsYouGo
+        case .payUpFront: return .payUpFront
+        }
+    }
+}
+
+/// An introductory or promotional offer of an auto-renewable product.
+public struct SubscriptionOffer: Sendable, Hashable {
+    /// nil for introductory offers (Apple sends no `offerIdentifier` for them).
+    public var id: String?
+    public var type: AppleOfferType
+    public var mode: OfferPaymentMode
+    /// One billing period of the offer (pay as you go) or its whole span (free trial, pay up front).
+    public var period: ISOPeriod
+    public var numberOfPeriods: Int
+    /// Price per offer period in milliunits of the product's currency (0 for free trials).
+    public var priceMilli: Int64
+
+    public init(id: String?, type: AppleOfferType, mode: OfferPaymentMode, period: ISOPeriod, numberOfPeriods: Int = 1, priceMilli: Int64 = 0) {
+        self.id = id
+        self.type = type
+        self.mode = mode
+        self.period = period
+        self.numberOfPeriods = max(1, numberOfPeriods)
+        self.priceMilli = priceMilli
+    }
+
+    /// The ISO 8601 `offerPeriod` Apple puts in transactions: the total offer duration.
+    public var totalPeriod: ISOPeriod { mode == .payAsYouGo ? period.multiplied(by: numberOfPeriods) : period }
+}
+
+public struct Product: Sendable, Hashable {
+    public var productId: String
+    public var kind: ProductKind
+    public var displayName: String?
+    /// Consumables: paid coins per unit, and free bonus coins per unit.
+    public var coins: Int
+    public var bonusCoins: Int
+    /// Configured price in milliunits of `currency` (Apple's unit), if known.
+    public var priceMilli: Int64?
+    public var currency: String?
+    /// Non-renewing subscriptions: how long one purchase lasts (Apple sends no expiry for them).
+    public var durationDays: Int?
+    /// Auto-renewables: group, billing period and level (1 = highest tier, as in Xcode's `groupNumber`).
+    public var groupId: String?
+    public var period: ISOPeriod?
+    public var level: Int
+    public var familyShareable: Bool
+    public var introductoryOffer: SubscriptionOffer?
+    public var promotionalOffers: [SubscriptionOffer]
+
+    public init(productId: String, kind: ProductKind, displayName: String? = nil, coins: Int = 0, bonusCoins: Int = 0,
+                priceMilli: Int64? = nil, currency: String? = nil, durationDays: Int? = nil, groupId: String? = nil,
+                period: ISOPeriod? = nil, level: Int = 1, familyShareable: Bool = false,
+                introductoryOffer: SubscriptionOffer? = nil, promotionalOffers: [SubscriptionOffer] = []) {
+        self.productId = productId
+        self.kind = kind
+        self.displayName = displayName
+        self.coins = coins
+        self.bonusCoins = bonusCoins
+        self.priceMilli = priceMilli
+        self.currency = currency
+        self.durationDays = durationDays
+        self.groupId = groupId
+        self.period = period
+        self.level = level
+        self.familyShareable = familyShareable
+        self.introductoryOffer = introductoryOffer
+        self.promotionalOffers = promotionalOffers
+    }
+
+    public func promotionalOffer(id: String) -> SubscriptionOffer? { promotionalOffers.first { $0.id == id } }
+}
+
+public struct Catalog: Sendable, Hashable {
+    public private(set) var products: [String: Product]
+
+    public init(_ products: [Product] = []) {
+        self.products = Dictionary(products.map { ($0.productId, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    public subscript(productId: String) -> Product? { products[productId] }
+
+    /// Adds or replaces products (the config's `products` override a `.storekit` file's entries field by field
+    /// at the caller; here a whole product replaces another).
+    public mutating func upsert(_ product: Product) { products[product.productId] = product }
+
+    public var sortedProducts: [Product] { products.values.sorted { $0.productId < $1.productId } }
+
+    public func products(inGroup groupId: String) -> [Product] {
+        products.values.filter { $0.groupId == groupId }.sorted { $0.productId < $1.productId }
+    }
+
+    public var groupIds: [String] { Set(products.values.compactMap(\.groupId)).sorted() }
+}
