@@ -18,7 +18,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
-        .target(name: "KakinCore"),
+        .target(name: "KakinCore", linkerSettings: [.linkedLibrary("m")]),
         // JWS / X.509 / ES256 over OpenSSL.
         .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"]),
         // SQL storage: SQLite with group commit; the repository over it.
