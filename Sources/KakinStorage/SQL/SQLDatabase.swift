@@ -49,6 +49,7 @@ public protocol SQLDatabase: Sendable {
     /// - Parameter body: the unit of work; may run on another thread.
     /// - Throws: the body's error, a `SQLError` from the commit, or `SQLError` of kind `.overloaded` /
     ///   `.closed` when the write was not queued at all.
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
 
     /// Runs `body` in a read-only transaction: every query in it sees one consistent snapshot of the

@@ -99,11 +99,11 @@ public final class SQLiteDatabase: SQLDatabase {
         readQueue = JobQueue(name: "read", depthMax: options.queueDepthMax)
 
         let writer = SQLiteWriter(handle: writerHandle, queue: writeQueue, batchSizeMax: options.batchSizeMax, statistics: recorder)
-        threads.start(name: "kakin.sql.writer") { writer.run() }
+        threads.start(name: "sql-writer") { writer.run() }
         do {
             for index in 0..<options.readerCount {
                 let reader = SQLiteReader(handle: try SQLiteHandle(path: path, role: .reader, options: options), queue: readQueue)
-                threads.start(name: "kakin.sql.reader\(index)") { reader.run() }
+                threads.start(name: "sql-reader-\(index)") { reader.run() }
             }
         } catch {
             writeQueue.close()
@@ -125,6 +125,7 @@ public final class SQLiteDatabase: SQLDatabase {
         return statistics
     }
 
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = WriteJob(

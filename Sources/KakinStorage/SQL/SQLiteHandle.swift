@@ -115,10 +115,13 @@ final class SQLiteHandle {
                 var tail: UnsafePointer<CChar>?
                 deniedTransactionControl = false
                 let rc = sqlite3_prepare_v2(db, cursor, -1, &statement, &tail)
-                guard rc == SQLITE_OK else { throw prepareError(rc, sql: String(cString: cursor)) }
+                guard rc == SQLITE_OK else {
+                    // The failing statement and whatever follows it in the script.
+                    throw prepareError(rc, sql: String(String(cString: cursor).drop(while: \.isWhitespace)))
+                }
                 guard let statement else { break }  // only whitespace or comments were left
                 defer { sqlite3_finalize(statement) }
-                let text = String(cString: sqlite3_sql(statement))
+                let text = String(String(cString: sqlite3_sql(statement)).drop(while: \.isWhitespace))
                 while try step(statement, text) {}
                 guard let tail, tail != cursor else { break }
                 cursor = tail

@@ -11,7 +11,7 @@ final class WorkerThreads: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Starts a named thread running `body`. `sending`: the body's captures (a connection) move to that
+    /// Starts a thread running `body`, named `name` (Linux shows at most 15 characters). `sending`: the body's captures (a connection) move to that
     /// thread and stay there.
     func start(name: String, _ body: sending @escaping () -> Void) {
         state.withLock { $0.running += 1 }
