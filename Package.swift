@@ -22,7 +22,7 @@ let package = Package(
         // JWS / X.509 / ES256 over OpenSSL.
         .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"]),
         // SQL storage: SQLite with group commit; the repository over it.
-        .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"]),
+        .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"], exclude: ["SQL/README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.

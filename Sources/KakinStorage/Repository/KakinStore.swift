@@ -89,3 +89,10 @@ public final class KakinStore: Sendable {
                        [SQLValue(customerId), .integer(atMs), .text(kind), SQLValue(reference), .text(detail.jsonString)])
     }
 }
+
+extension KakinStore {
+    /// Readiness: the database answers a trivial read.
+    public func ping() async throws(KakinError) {
+        _ = try await read { db in try db.queryOne("SELECT 1 AS one", []) != nil }
+    }
+}

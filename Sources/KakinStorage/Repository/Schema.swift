@@ -89,6 +89,38 @@ enum Schema {
                 detail TEXT NOT NULL
             );
             CREATE INDEX events_by_customer ON events(customer_id, seq);
+            CREATE TABLE renewal_infos (
+                original_transaction_id TEXT PRIMARY KEY,
+                signed_date_ms INTEGER NOT NULL,
+                environment TEXT NOT NULL,
+                jws TEXT NOT NULL,
+                updated_ms INTEGER NOT NULL
+            );
+            CREATE TABLE notifications (
+                notification_uuid TEXT PRIMARY KEY,
+                notification_type TEXT NOT NULL,
+                subtype TEXT,
+                signed_date_ms INTEGER NOT NULL,
+                environment TEXT,
+                bundle_id TEXT,
+                received_at_ms INTEGER NOT NULL,
+                source TEXT NOT NULL,
+                jws TEXT NOT NULL,
+                state TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                next_attempt_ms INTEGER NOT NULL,
+                last_error TEXT,
+                applied_at_ms INTEGER,
+                original_transaction_id TEXT,
+                customer_id TEXT
+            );
+            CREATE INDEX notifications_due ON notifications(state, next_attempt_ms);
+            CREATE INDEX notifications_by_customer ON notifications(customer_id, signed_date_ms);
+            CREATE TABLE sync_state (
+                name TEXT PRIMARY KEY,
+                value TEXT NOT NULL,
+                updated_ms INTEGER NOT NULL
+            );
             """),
     ]
 }
