@@ -186,11 +186,11 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
 
     @Test func severalAppsAreMatchedOneByOne() throws {
         let catalogue = try sharedCatalogue.get()
-        let policy = AppPolicy(apps: [
+        let apps = [
             AppIdentity(bundleId: "com.example.a", appAppleId: 1, environments: [.production]),
             AppIdentity(bundleId: "com.example.b", appAppleId: 2, environments: [.sandbox]),
-        ])
-        let verifier = try SignedDataVerifier(trustedRoots: [catalogue.ca.rootDER], policy: policy, clock: { Fixtures.now })
+        ]
+        let verifier = try SignedDataVerifier(trustedRoots: [catalogue.ca.rootDER], apps: apps, clock: { Fixtures.now })
         let signer = catalogue.ca.signer()
         func code(_ payload: JSONValue) -> VerificationCode? { failureCode { _ = try verifier.verify(try! signer.sign(payload)) } }
         #expect(code(transactionPayload(bundleId: "com.example.a", environment: "Production")) == nil)
@@ -258,7 +258,7 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
         let catalogue = try sharedCatalogue.get()
         let cas = [catalogue.ca, catalogue.otherCA]
         let verifier = try SignedDataVerifier(
-            trustedRoots: cas.map(\.rootDER), policy: .app(bundleId: "com.example"), clock: { Fixtures.now },
+            trustedRoots: cas.map(\.rootDER), apps: [AppIdentity(bundleId: "com.example")], clock: { Fixtures.now },
             chainCacheEntriesMax: 1)
         for round in 0..<4 {
             for ca in cas {

@@ -44,7 +44,7 @@ func makeVerifier(
 ) throws -> SignedDataVerifier {
     try SignedDataVerifier(
         trustedRoots: roots,
-        policy: .app(bundleId: bundleId, appAppleId: appAppleId, environments: environments),
+        apps: [AppIdentity(bundleId: bundleId, appAppleId: appAppleId, environments: environments)],
         clock: { now }, chainCacheEntriesMax: cacheEntries)
 }
 

@@ -20,10 +20,10 @@ struct VerificationCase: Sendable {
     /// Whether Apple's library can be asked the same question (false where Kakin refuses by policy).
     var interop = true
 
-    var policy: AppPolicy { .app(bundleId: bundleId, appAppleId: appAppleId, environments: [environment]) }
+    var apps: [AppIdentity] { [AppIdentity(bundleId: bundleId, appAppleId: appAppleId, environments: [environment])] }
 
     func makeVerifier(clock: Int64 = Fixtures.now) throws -> SignedDataVerifier {
-        try SignedDataVerifier(trustedRoots: roots, policy: policy, clock: { clock })
+        try SignedDataVerifier(trustedRoots: roots, apps: apps, clock: { clock })
     }
 }
 

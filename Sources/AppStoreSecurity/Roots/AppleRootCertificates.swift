@@ -17,8 +17,17 @@ public enum AppleRootCertificates {
         "DgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMDA2gAMGUCMQCD6cHEFl4aXTQY2e3v9GwOAEZLuN+yRhHFD/3meoyhpmvOwgPUnPWT" +
         "xnS4at+qIxUCMG1mihDK1A3UT82NQz60imOlM27jbdoXt2QfyFMm+YhidDkLF1vLUagM6BgD56KyKA=="
 
-    /// Apple Root CA - G3 as DER, after checking its fingerprint. Throws (and Kakin refuses to start)
-    /// if the embedded bytes were altered.
+    /// Apple Root CA - G3 as DER, fingerprint checked at first use. A mismatch means a corrupted binary:
+    /// the process stops rather than trust anything else.
+    public static let appleRootCAG3: [UInt8] = {
+        do {
+            return try rootCAG3()
+        } catch {
+            fatalError("\(error)")
+        }
+    }()
+
+    /// Apple Root CA - G3 as DER, after checking its fingerprint; throws if the embedded bytes were altered.
     public static func rootCAG3() throws(CryptoError) -> [UInt8] {
         guard let der = Base64.decode(rootCAG3Base64) else {
             throw CryptoError("Apple Root CA - G3", "embedded certificate is not valid base64")

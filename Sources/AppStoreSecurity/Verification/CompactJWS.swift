@@ -1,5 +1,11 @@
 import KakinCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The three segments of a compact JWS, as byte ranges of the caller's buffer (no copies).
 struct CompactJWSSegments {
     let header: UnsafeRawBufferPointer
@@ -11,22 +17,19 @@ struct CompactJWSSegments {
     /// Splits on exactly two dots. Segments may be empty here (an `alg: none` token has an empty
     /// signature); their contents are judged later.
     init?(_ jws: UnsafeRawBufferPointer) {
-        var firstDot = -1
-        var secondDot = -1
-        for index in 0..<jws.count where jws[index] == UInt8(ascii: ".") {
-            if firstDot < 0 {
-                firstDot = index
-            } else if secondDot < 0 {
-                secondDot = index
-            } else {
-                return nil
-            }
-        }
-        guard secondDot > 0 else { return nil }
+        guard let firstDot = Self.dot(in: jws, from: 0),
+            let secondDot = Self.dot(in: jws, from: firstDot + 1), Self.dot(in: jws, from: secondDot + 1) == nil
+        else { return nil }
         header = UnsafeRawBufferPointer(rebasing: jws[0..<firstDot])
         payload = UnsafeRawBufferPointer(rebasing: jws[(firstDot + 1)..<secondDot])
         signature = UnsafeRawBufferPointer(rebasing: jws[(secondDot + 1)...])
         signingInput = UnsafeRawBufferPointer(rebasing: jws[0..<secondDot])
+    }
+
+    private static func dot(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard start < bytes.count, let found = memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: ".")), bytes.count - start)
+        else { return nil }
+        return UnsafeRawPointer(found) - UnsafeRawPointer(bytes.baseAddress!)
     }
 }
 

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A small bounded least-recently-used map. Not synchronised: the owner keeps it behind a `Mutex`.
 /// Eviction scans for the oldest entry, which is cheap at the sizes used here (tens of entries) and
 /// happens only when a new entry is added to a full cache.
@@ -55,7 +61,7 @@ struct ByteKey: Hashable, Sendable {
     static func == (a: ByteKey, b: ByteKey) -> Bool {
         guard a.hash == b.hash, a.bytes.count == b.bytes.count else { return false }
         return a.bytes.withUnsafeBytes { x in
-            b.bytes.withUnsafeBytes { y in x.elementsEqual(y) }
+            b.bytes.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
         }
     }
 }

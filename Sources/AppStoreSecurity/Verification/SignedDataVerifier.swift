@@ -8,7 +8,7 @@ import Synchronization
 /// 1. three base64url segments, header a JSON object (`invalid_format`);
 /// 2. `alg` is `ES256` (`unsupported_algorithm`);
 /// 3. payload a JSON object, `signedDate`/`receiptCreationDate` a number if present (`invalid_format`);
-/// 4. `Xcode`/`LocalTesting` payloads: refused (`wrong_environment`) unless the policy lists that
+/// 4. `Xcode`/`LocalTesting` payloads: refused (`wrong_environment`) unless an accepted app lists that
 ///    environment; if listed, accepted without signature check (as Apple's library does) → step 9;
 /// 5. `x5c` is exactly three certificate strings, leaf and intermediate DER (`invalid_format`);
 /// 6. leaf → intermediate → a pinned root, Apple's marker extensions on leaf and intermediate, every
@@ -21,7 +21,8 @@ import Synchronization
 /// Verified chains are cached (bounded LRU) by the exact leaf and intermediate strings, and parsed
 /// headers by their exact bytes, so the steady state costs one ECDSA verification per JWS.
 public final class SignedDataVerifier: Sendable {
-    public let policy: AppPolicy
+    /// The apps whose data is accepted: a payload passes when one of them matches it.
+    public let apps: [AppIdentity]
     private let chainVerifier: ChainVerifier
     private let clock: @Sendable () -> Int64
     private let acceptedLocalEnvironments: Set<AppStoreEnvironment>
@@ -37,30 +38,22 @@ public final class SignedDataVerifier: Sendable {
 
     /// - Parameters:
     ///   - trustedRoots: DER root certificates; chains must end in one of them.
-    ///   - policy: the apps (bundle ID, App Apple ID, environments) whose data is accepted.
+    ///   - apps: the apps (bundle ID, App Apple ID, environments) whose data is accepted; a payload
+    ///     passes when one of them matches.
     ///   - clock: now in ms since the epoch; read only for payloads without a signed date.
     ///   - chainCacheEntriesMax: bound of each cache (verified chains, parsed headers).
     public init(
-        trustedRoots: [[UInt8]], policy: AppPolicy, clock: @escaping @Sendable () -> Int64,
+        trustedRoots: [[UInt8]], apps: [AppIdentity], clock: @escaping @Sendable () -> Int64,
         chainCacheEntriesMax: Int = 64
     ) throws(CryptoError) {
         var roots: [X509Certificate] = []
         for der in trustedRoots { roots.append(try X509Certificate(der: der)) }
         chainVerifier = try ChainVerifier(roots: roots)
-        self.policy = policy
+        self.apps = apps
         self.clock = clock
-        acceptedLocalEnvironments = policy.acceptedLocalEnvironments
+        acceptedLocalEnvironments = Set(apps.flatMap { $0.environments.filter(\.isLocal) })
         chains = Mutex(LRUCache(entriesMax: chainCacheEntriesMax))
         headers = Mutex(LRUCache(entriesMax: chainCacheEntriesMax))
-    }
-
-    /// A verifier that trusts Apple Root CA - G3 only (its fingerprint checked).
-    public convenience init(
-        appleRootPolicy policy: AppPolicy, clock: @escaping @Sendable () -> Int64, chainCacheEntriesMax: Int = 64
-    ) throws(CryptoError) {
-        try self.init(
-            trustedRoots: [try AppleRootCertificates.rootCAG3()], policy: policy, clock: clock,
-            chainCacheEntriesMax: chainCacheEntriesMax)
     }
 
     // MARK: Public entry points
@@ -151,7 +144,7 @@ public final class SignedDataVerifier: Sendable {
         let facts = try PayloadFacts(payload, kind: expectedKind)
         let signedDate = try Self.signedDate(of: payload)
 
-        // 4. Data not signed by Apple: only where the policy asks for it, and never chain-verified.
+        // 4. Data not signed by Apple: only where an accepted app lists the environment, and never chain-verified.
         if let environment = facts.environment, environment.isLocal {
             guard acceptedLocalEnvironments.contains(environment) else {
                 throw VerificationFailure(.wrongEnvironment, "\(environment.rawValue) data is not accepted")
@@ -266,7 +259,7 @@ public final class SignedDataVerifier: Sendable {
     private func checkApp(_ facts: PayloadFacts) throws(VerificationFailure) {
         var bundleMatched = false
         var appAppleIdMatched = false
-        for app in policy.apps {
+        for app in apps {
             if facts.checksBundleId, let expected = app.bundleId, facts.bundleId != expected { continue }
             bundleMatched = true
             if facts.checksAppAppleId, facts.environment == .production, let expected = app.appAppleId,

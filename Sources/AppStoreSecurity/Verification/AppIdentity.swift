@@ -21,28 +21,6 @@ public struct AppIdentity: Sendable, Hashable {
     }
 }
 
-/// Which apps' signed data a verifier accepts: a payload passes when one identity matches it.
-public struct AppPolicy: Sendable, Hashable {
-    public var apps: [AppIdentity]
-
-    public init(apps: [AppIdentity]) {
-        self.apps = apps
-    }
-
-    /// Data of one app.
-    public static func app(
-        bundleId: String?, appAppleId: Int64? = nil,
-        environments: Set<AppStoreEnvironment> = [.production, .sandbox]
-    ) -> AppPolicy {
-        AppPolicy(apps: [AppIdentity(bundleId: bundleId, appAppleId: appAppleId, environments: environments)])
-    }
-
-    /// Environments that skip Apple's chain (Xcode, LocalTesting) and that some identity lists.
-    var acceptedLocalEnvironments: Set<AppStoreEnvironment> {
-        Set(apps.flatMap { $0.environments.filter(\.isLocal) })
-    }
-}
-
 /// Signed data that passed verification.
 public struct VerifiedSignedData: Sendable, Hashable {
     /// What the payload is: the kind asked for, or the kind told by its fields for `verify(_:)`.
@@ -56,6 +34,6 @@ public struct VerifiedSignedData: Sendable, Hashable {
     /// The environment the payload names (for notifications: of its data/summary/appData/token).
     public var environment: AppStoreEnvironment?
     /// True when the signature was checked against a chain to a trusted root. False only for
-    /// Xcode/LocalTesting data that the policy accepts unverified, as Apple's library does.
+    /// Xcode/LocalTesting data accepted unverified because an app lists the environment, as Apple's library does.
     public var isAppleSigned: Bool
 }
