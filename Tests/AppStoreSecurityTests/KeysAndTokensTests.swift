@@ -39,7 +39,9 @@ import Testing
     }
 
     @Test func malformedKeysAreRefused() {
-        #expect(throws: CryptoError.self) { try P256PrivateKey(pemPKCS8: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
+        #expect(throws: CryptoError.self) {
+            try P256PrivateKey(pemPKCS8: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+        }
         #expect(throws: CryptoError.self) { try P256PublicKey(spkiDER: [0x30, 0x03, 0x02, 0x01, 0x00]) }
         #expect(throws: CryptoError.self) { try X509Certificate(der: Array("not a certificate".utf8)) }
     }
@@ -179,12 +181,17 @@ import Testing
             return input + "." + Base64.urlEncode(try key.signES256(Array(input.utf8)))
         }
         let header: JSONValue = ["alg": "ES256", "kid": "KEY1", "typ": "JWT"]
-        #expect(reason(try signed(header, ["iss": "issuer-1", "aud": "appstoreconnect-v1", "bid": "com.example"])) == .missingExpiry)
         #expect(
-            reason(try signed(header, ["iss": "issuer-1", "aud": "appstoreconnect-v2", "bid": "com.example", "exp": .int(now + 60)]))
+            reason(try signed(header, ["iss": "issuer-1", "aud": "appstoreconnect-v1", "bid": "com.example"])) == .missingExpiry)
+        #expect(
+            reason(
+                try signed(header, ["iss": "issuer-1", "aud": "appstoreconnect-v2", "bid": "com.example", "exp": .int(now + 60)]))
                 == .wrongAudience)
         #expect(
-            reason(try signed(["alg": "HS256", "kid": "KEY1"], ["iss": "issuer-1", "aud": "appstoreconnect-v1", "bid": "com.example", "exp": .int(now + 60)]))
+            reason(
+                try signed(
+                    ["alg": "HS256", "kid": "KEY1"],
+                    ["iss": "issuer-1", "aud": "appstoreconnect-v1", "bid": "com.example", "exp": .int(now + 60)]))
                 == .unsupportedAlgorithm)
     }
 }
@@ -196,10 +203,14 @@ import Testing
 
     @Test func messageJoinsSevenFieldsWithInvisibleSeparators() {
         let text = String(decoding: offer.message, as: UTF8.self)
-        #expect(text == "com.example\u{2063}KEY1\u{2063}premium.monthly\u{2063}promo\u{2063}\u{2063}0e4a4b8e-1c51-4b1b-8dda-0f0c1d8e9a10\u{2063}1780272000123")
+        #expect(
+            text
+                == "com.example\u{2063}KEY1\u{2063}premium.monthly\u{2063}promo\u{2063}\u{2063}0e4a4b8e-1c51-4b1b-8dda-0f0c1d8e9a10\u{2063}1780272000123"
+        )
         var withToken = offer
         withToken.appAccountToken = "A2E1C0E4-7E7B-4A4B-9C32-55C3D9F4B1AA"
-        #expect(String(decoding: withToken.message, as: UTF8.self).contains("\u{2063}a2e1c0e4-7e7b-4a4b-9c32-55c3d9f4b1aa\u{2063}"))
+        #expect(
+            String(decoding: withToken.message, as: UTF8.self).contains("\u{2063}a2e1c0e4-7e7b-4a4b-9c32-55c3d9f4b1aa\u{2063}"))
     }
 
     @Test func signatureIsStandardBase64DERAndVerifies() throws {

@@ -169,11 +169,14 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
         #expect(try verifier.verify(try signer.sign(notificationPayload())).kind == .notification)
         #expect(try verifier.verify(try signer.sign(appTransactionPayload())).kind == .appTransaction)
         // Unknown kinds still need an accepted environment and, if they name one, the right bundle.
-        #expect(try verifier.verify(try signer.sign(["environment": "Sandbox", "signedDate": .int(Fixtures.now)])).kind == .unknown)
-        #expect(failureCode { _ = try verifier.verify(try! signer.sign(["signedDate": .int(Fixtures.now)])) } == .wrongEnvironment)
+        #expect(
+            try verifier.verify(try signer.sign(["environment": "Sandbox", "signedDate": .int(Fixtures.now)])).kind == .unknown)
+        #expect(
+            failureCode { _ = try verifier.verify(try! signer.sign(["signedDate": .int(Fixtures.now)])) } == .wrongEnvironment)
         #expect(
             failureCode {
-                _ = try verifier.verify(try! signer.sign(["environment": "Sandbox", "bundleId": "com.other", "signedDate": .int(Fixtures.now)]))
+                _ = try verifier.verify(
+                    try! signer.sign(["environment": "Sandbox", "bundleId": "com.other", "signedDate": .int(Fixtures.now)]))
             } == .wrongBundleId)
     }
 
@@ -192,12 +195,15 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
         ]
         let verifier = try SignedDataVerifier(trustedRoots: [catalogue.ca.rootDER], apps: apps, clock: { Fixtures.now })
         let signer = catalogue.ca.signer()
-        func code(_ payload: JSONValue) -> VerificationCode? { failureCode { _ = try verifier.verify(try! signer.sign(payload)) } }
+        func code(_ payload: JSONValue) -> VerificationCode? {
+            failureCode { _ = try verifier.verify(try! signer.sign(payload)) }
+        }
         #expect(code(transactionPayload(bundleId: "com.example.a", environment: "Production")) == nil)
         #expect(code(transactionPayload(bundleId: "com.example.b", environment: "Sandbox")) == nil)
         #expect(code(transactionPayload(bundleId: "com.example.a", environment: "Sandbox")) == .wrongEnvironment)
         #expect(code(transactionPayload(bundleId: "com.example.c", environment: "Sandbox")) == .wrongBundleId)
-        #expect(code(notificationPayload(bundleId: "com.example.a", appAppleId: 2, environment: "Production")) == .wrongAppAppleId)
+        #expect(
+            code(notificationPayload(bundleId: "com.example.a", appAppleId: 2, environment: "Production")) == .wrongAppAppleId)
         #expect(code(notificationPayload(bundleId: "com.example.b", appAppleId: 99, environment: "Sandbox")) == nil)
     }
 
@@ -262,7 +268,8 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
             chainCacheEntriesMax: 1)
         for round in 0..<4 {
             for ca in cas {
-                #expect(failureCode { _ = try verifier.verify(try! ca.signer().sign(transactionPayload())) } == nil, "round \(round)")
+                #expect(
+                    failureCode { _ = try verifier.verify(try! ca.signer().sign(transactionPayload())) } == nil, "round \(round)")
             }
         }
     }

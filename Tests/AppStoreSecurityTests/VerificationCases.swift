@@ -138,18 +138,24 @@ struct VerificationCatalogue: Sendable {
         ours("ca.signedByAnotherKey", strangerSignature, .transaction, .invalidSignature)
 
         // Chains.
-        ours("ca.leafWithoutAppleMarker", try noLeafMarker.signer().sign(transactionPayload()), .transaction,
+        ours(
+            "ca.leafWithoutAppleMarker", try noLeafMarker.signer().sign(transactionPayload()), .transaction,
             .untrustedCertificate, roots: [noLeafMarker.rootDER])
-        ours("ca.intermediateWithoutAppleMarker", try noIntermediateMarker.signer().sign(transactionPayload()),
+        ours(
+            "ca.intermediateWithoutAppleMarker", try noIntermediateMarker.signer().sign(transactionPayload()),
             .transaction, .untrustedCertificate, roots: [noIntermediateMarker.rootDER])
-        ours("ca.leafExpiredAtSignedDate", try pastLeaf.signer().sign(transactionPayload()), .transaction,
+        ours(
+            "ca.leafExpiredAtSignedDate", try pastLeaf.signer().sign(transactionPayload()), .transaction,
             .untrustedCertificate, roots: [pastLeaf.rootDER])
-        ours("ca.leafValidAtPastSignedDate", try pastLeaf.signer().sign(transactionPayload(signedDate: now - year - year / 2)),
+        ours(
+            "ca.leafValidAtPastSignedDate", try pastLeaf.signer().sign(transactionPayload(signedDate: now - year - year / 2)),
             .transaction, nil, roots: [pastLeaf.rootDER])
-        ours("ca.rootExpiredAtSignedDate", try pastRoot.signer().sign(transactionPayload()), .transaction,
+        ours(
+            "ca.rootExpiredAtSignedDate", try pastRoot.signer().sign(transactionPayload()), .transaction,
             .untrustedCertificate, roots: [pastRoot.rootDER])
         ours("ca.unpinnedRoot", try otherCA.signer().sign(transactionPayload()), .transaction, .untrustedCertificate)
-        ours("ca.bothRootsPinned", try otherCA.signer().sign(transactionPayload()), .transaction, nil,
+        ours(
+            "ca.bothRootsPinned", try otherCA.signer().sign(transactionPayload()), .transaction, nil,
             roots: [ca.rootDER, otherCA.rootDER])
         // x5c[2] is ignored: a chain naming another root still reaches the pinned one.
         let foreignRoot = JWSSigner(key: ca.leafKey, x5c: [ca.x5c[0], ca.x5c[1], otherCA.x5c[2]])
@@ -157,61 +163,90 @@ struct VerificationCatalogue: Sendable {
 
         // Header shapes.
         let body = transactionPayload().serialized()
-        ours("ca.algNone", Base64.urlEncode(#"{"alg":"none"}"#.utf8) + "." + Base64.urlEncode(body) + ".", .transaction,
+        ours(
+            "ca.algNone", Base64.urlEncode(#"{"alg":"none"}"#.utf8) + "." + Base64.urlEncode(body) + ".", .transaction,
             .unsupportedAlgorithm)
-        ours("ca.algHS256", try signer.sign(payloadBytes: body, header: ["alg": "HS256", "typ": "JWT"]), .transaction,
+        ours(
+            "ca.algHS256", try signer.sign(payloadBytes: body, header: ["alg": "HS256", "typ": "JWT"]), .transaction,
             .unsupportedAlgorithm)
-        ours("ca.algES384WithChain", try signer.sign(payloadBytes: body, header: ["alg": "ES384", "x5c": .array(ca.x5c.map(JSONValue.string))]),
+        ours(
+            "ca.algES384WithChain",
+            try signer.sign(payloadBytes: body, header: ["alg": "ES384", "x5c": .array(ca.x5c.map(JSONValue.string))]),
             .transaction, .unsupportedAlgorithm)
-        ours("ca.x5cTwoCertificates", try signer.sign(payloadBytes: body, header: ["alg": "ES256", "x5c": .array(ca.x5c.prefix(2).map(JSONValue.string))]),
+        ours(
+            "ca.x5cTwoCertificates",
+            try signer.sign(payloadBytes: body, header: ["alg": "ES256", "x5c": .array(ca.x5c.prefix(2).map(JSONValue.string))]),
             .transaction, .invalidFormat)
-        ours("ca.x5cFourCertificates", try signer.sign(payloadBytes: body, header: ["alg": "ES256", "x5c": .array((ca.x5c + [ca.x5c[2]]).map(JSONValue.string))]),
+        ours(
+            "ca.x5cFourCertificates",
+            try signer.sign(
+                payloadBytes: body, header: ["alg": "ES256", "x5c": .array((ca.x5c + [ca.x5c[2]]).map(JSONValue.string))]),
             .transaction, .invalidFormat)
         ours("ca.x5cMissing", try signer.sign(payloadBytes: body, header: ["alg": "ES256"]), .transaction, .invalidFormat)
-        ours("ca.x5cNotCertificates", try signer.sign(payloadBytes: body, header: ["alg": "ES256", "x5c": ["AAAA", "AAAA", "AAAA"]]),
+        ours(
+            "ca.x5cNotCertificates",
+            try signer.sign(payloadBytes: body, header: ["alg": "ES256", "x5c": ["AAAA", "AAAA", "AAAA"]]),
             .transaction, .invalidFormat)
-        ours("ca.payloadNotAnObject", try signer.sign(payloadBytes: Array("[1,2]".utf8), header: signer.header), .transaction,
+        ours(
+            "ca.payloadNotAnObject", try signer.sign(payloadBytes: Array("[1,2]".utf8), header: signer.header), .transaction,
             .invalidFormat)
 
         // App checks.
         ours("ca.wrongBundleId", try signer.sign(transactionPayload(bundleId: "com.example.other")), .transaction, .wrongBundleId)
-        ours("ca.wrongEnvironment", try signer.sign(transactionPayload(environment: "Production")), .transaction, .wrongEnvironment)
-        ours("ca.renewalInfo.wrongEnvironment", try signer.sign(renewalInfoPayload(environment: "Production")), .renewalInfo,
+        ours(
+            "ca.wrongEnvironment", try signer.sign(transactionPayload(environment: "Production")), .transaction, .wrongEnvironment
+        )
+        ours(
+            "ca.renewalInfo.wrongEnvironment", try signer.sign(renewalInfoPayload(environment: "Production")), .renewalInfo,
             .wrongEnvironment)
-        ours("ca.notification.wrongBundleId", try signer.sign(notificationPayload(bundleId: "com.example.other")), .notification,
+        ours(
+            "ca.notification.wrongBundleId", try signer.sign(notificationPayload(bundleId: "com.example.other")), .notification,
             .wrongBundleId)
-        ours("ca.production.notification.wrongAppAppleId",
+        ours(
+            "ca.production.notification.wrongAppAppleId",
             try signer.sign(notificationPayload(appAppleId: 9999, environment: "Production")), .notification, .wrongAppAppleId,
             environment: .production, appAppleId: 1234)
-        ours("ca.production.appTransaction.wrongAppAppleId",
+        ours(
+            "ca.production.appTransaction.wrongAppAppleId",
             try signer.sign(appTransactionPayload(appAppleId: 9999, receiptType: "Production")), .appTransaction,
             .wrongAppAppleId, environment: .production, appAppleId: 1234)
-        ours("ca.appTransaction.wrongEnvironment", try signer.sign(appTransactionPayload(receiptType: "Production")),
+        ours(
+            "ca.appTransaction.wrongEnvironment", try signer.sign(appTransactionPayload(receiptType: "Production")),
             .appTransaction, .wrongEnvironment)
         let summary: JSONValue = [
-            "notificationType": "RENEWAL_EXTENSION", "subtype": "SUMMARY", "notificationUUID": "0e1b4a3c-1111-4222-8333-944455556666",
+            "notificationType": "RENEWAL_EXTENSION", "subtype": "SUMMARY",
+            "notificationUUID": "0e1b4a3c-1111-4222-8333-944455556666",
             "signedDate": .int(now),
-            "summary": ["environment": "Sandbox", "appAppleId": 1234, "bundleId": "com.example", "productId": "premium.monthly",
-                "requestIdentifier": "b6c3c7c0-0000-4000-8000-000000000001", "succeededCount": 5, "failedCount": 0],
+            "summary": [
+                "environment": "Sandbox", "appAppleId": 1234, "bundleId": "com.example", "productId": "premium.monthly",
+                "requestIdentifier": "b6c3c7c0-0000-4000-8000-000000000001", "succeededCount": 5, "failedCount": 0,
+            ],
         ]
         ours("ca.notification.summary", try signer.sign(summary), .notification, nil)
         func token(_ id: String) -> JSONValue {
             [
                 "notificationType": "EXTERNAL_PURCHASE_TOKEN", "subtype": "UNREPORTED",
                 "notificationUUID": "0e1b4a3c-1111-4222-8333-944455556667", "signedDate": .int(now),
-                "externalPurchaseToken": ["externalPurchaseId": .string(id), "tokenCreationDate": .int(now - 1000),
-                    "appAppleId": 1234, "bundleId": "com.example"],
+                "externalPurchaseToken": [
+                    "externalPurchaseId": .string(id), "tokenCreationDate": .int(now - 1000),
+                    "appAppleId": 1234, "bundleId": "com.example",
+                ],
             ]
         }
-        ours("ca.notification.sandboxExternalPurchaseToken", try signer.sign(token("SANDBOX_b2158121-7af9-49d4-9561-1f588205523e")),
+        ours(
+            "ca.notification.sandboxExternalPurchaseToken",
+            try signer.sign(token("SANDBOX_b2158121-7af9-49d4-9561-1f588205523e")),
             .notification, nil)
-        ours("ca.notification.productionExternalPurchaseToken", try signer.sign(token("b2158121-7af9-49d4-9561-1f588205523e")),
+        ours(
+            "ca.notification.productionExternalPurchaseToken", try signer.sign(token("b2158121-7af9-49d4-9561-1f588205523e")),
             .notification, .wrongEnvironment)
         let appData: JSONValue = [
             "notificationType": "RESCIND_CONSENT", "notificationUUID": "0e1b4a3c-1111-4222-8333-944455556668",
             "signedDate": .int(now),
-            "appData": ["appAppleId": 1234, "bundleId": "com.example", "environment": "Sandbox",
-                "signedAppTransactionInfo": "e30.e30.e30"],
+            "appData": [
+                "appAppleId": 1234, "bundleId": "com.example", "environment": "Sandbox",
+                "signedAppTransactionInfo": "e30.e30.e30",
+            ],
         ]
         ours("ca.notification.appData", try signer.sign(appData), .notification, nil)
 
@@ -223,7 +258,8 @@ struct VerificationCatalogue: Sendable {
         ours("garbage.headerNotJSON", Base64.urlEncode("not json".utf8) + ".e30.AAAA", .transaction, .invalidFormat)
         ours("garbage.headerNotObject", Base64.urlEncode("[1]".utf8) + ".e30.AAAA", .transaction, .invalidFormat)
         ours("garbage.huge", String(repeating: "A", count: 300_000) + ".e30.AAAA", .transaction, .invalidFormat)
-        ours("garbage.hugeButWellFormed", parts[0] + "." + String(repeating: "A", count: 400_000) + "." + parts[2],
+        ours(
+            "garbage.hugeButWellFormed", parts[0] + "." + String(repeating: "A", count: 400_000) + "." + parts[2],
             .transaction, .invalidFormat)
         self.cases = list
         self.ca = ca

@@ -110,7 +110,9 @@ struct CertificateBuilder {
     private static func setTime(
         _ x: OpaquePointer, _ ms: Int64, _ setter: (OpaquePointer?, UnsafePointer<ASN1_TIME>?) -> Int32
     ) throws(CryptoError) {
-        guard let time = ASN1_TIME_set(nil, time_t(floorDivide(ms, 1000))) else { throw CryptoError.openSSL("certificate validity") }
+        guard let time = ASN1_TIME_set(nil, time_t(floorDivide(ms, 1000))) else {
+            throw CryptoError.openSSL("certificate validity")
+        }
         defer { ASN1_TIME_free(time) }
         guard setter(x, time) == 1 else { throw CryptoError.openSSL("certificate validity") }
     }

@@ -37,7 +37,8 @@ public final class SigningCertificateAuthority: Sendable {
             CertificateValidity(
                 notBeforeMs: min(nowMs - dayMs, inner.notBeforeMs), notAfterMs: max(nowMs + years * yearMs, inner.notAfterMs))
         }
-        let leafValidity = options.leafValidity
+        let leafValidity =
+            options.leafValidity
             ?? CertificateValidity(notBeforeMs: nowMs - dayMs, notAfterMs: nowMs + 10 * yearMs)
         let intermediateValidity = options.intermediateValidity ?? window(15, covering: leafValidity)
         let rootValidity = options.rootValidity ?? window(20, covering: intermediateValidity)

@@ -62,8 +62,14 @@ enum SegmentBase64 {
                 var o = 0
                 var i = 0
                 while i + 4 <= end {
-                    let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])], d = t[Int(input[i + 3])]
-                    if (a | b | c | d) & 0xC0 != 0 { valid = false; break }
+                    let a = t[Int(input[i])]
+                    let b = t[Int(input[i + 1])]
+                    let c = t[Int(input[i + 2])]
+                    let d = t[Int(input[i + 3])]
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        break
+                    }
                     let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
                     buffer[o] = UInt8(truncatingIfNeeded: v >> 16)
                     buffer[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
@@ -76,7 +82,10 @@ enum SegmentBase64 {
                     let rest = end - i
                     for k in 0..<rest {
                         let x = t[Int(input[i + k])]
-                        if x & 0xC0 != 0 { valid = false; break }
+                        if x & 0xC0 != 0 {
+                            valid = false
+                            break
+                        }
                         v |= UInt32(x) << (18 - 6 * UInt32(k))
                     }
                     if valid {

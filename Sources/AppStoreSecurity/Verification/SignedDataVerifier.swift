@@ -120,7 +120,9 @@ public final class SignedDataVerifier: Sendable {
     private func verifyBytes(_ jws: UnsafeRawBufferPointer, expecting expectedKind: SignedPayloadKind?)
         throws(VerificationFailure) -> VerifiedSignedData
     {
-        guard jws.count <= Self.jwsBytesMax else { throw VerificationFailure(.invalidFormat, "JWS longer than \(Self.jwsBytesMax) bytes") }
+        guard jws.count <= Self.jwsBytesMax else {
+            throw VerificationFailure(.invalidFormat, "JWS longer than \(Self.jwsBytesMax) bytes")
+        }
         guard let segments = CompactJWSSegments(jws) else {
             throw VerificationFailure(.invalidFormat, "not a compact JWS (three dot-separated parts)")
         }
@@ -190,7 +192,9 @@ public final class SignedDataVerifier: Sendable {
 
     /// Parses the header and checks `alg` (before `x5c`, so `none`/`HS256` tokens say so even without `x5c`).
     private func parseHeader(_ segment: UnsafeRawBufferPointer) throws(VerificationFailure) -> JSONValue {
-        guard let bytes = SegmentBase64.decode(segment) else { throw VerificationFailure(.invalidFormat, "header is not base64url") }
+        guard let bytes = SegmentBase64.decode(segment) else {
+            throw VerificationFailure(.invalidFormat, "header is not base64url")
+        }
         let header: JSONValue
         do {
             header = try JSONParser.parse(bytes, depthMax: Self.jsonDepthMax)
@@ -270,7 +274,9 @@ public final class SignedDataVerifier: Sendable {
             appAppleIdMatched = true
             if let environment = facts.environment, app.environments.contains(environment) { return }
         }
-        if !bundleMatched { throw VerificationFailure(.wrongBundleId, "bundle ID \(Self.quoted(facts.bundleId)) is not accepted") }
+        if !bundleMatched {
+            throw VerificationFailure(.wrongBundleId, "bundle ID \(Self.quoted(facts.bundleId)) is not accepted")
+        }
         if !appAppleIdMatched { throw VerificationFailure(.wrongAppAppleId, "App Apple ID does not match the app") }
         throw VerificationFailure(.wrongEnvironment, "environment \(Self.quoted(facts.environment?.rawValue)) is not accepted")
     }
@@ -315,7 +321,9 @@ struct PayloadFacts {
             // Apple's order: data, summary, externalPurchaseToken, appData.
             for key in ["data", "summary", "externalPurchaseToken", "appData"] {
                 guard let section = payload[key], !section.isNull else { continue }
-                guard case .object = section else { throw VerificationFailure(.invalidFormat, "notification \(key) is not an object") }
+                guard case .object = section else {
+                    throw VerificationFailure(.invalidFormat, "notification \(key) is not an object")
+                }
                 bundleId = section["bundleId"]?.stringValue
                 appAppleId = Self.appAppleId(section["appAppleId"])
                 if key == "externalPurchaseToken" {
