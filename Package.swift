@@ -20,7 +20,7 @@ let package = Package(
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
         .target(name: "KakinCore"),
         // JWS / X.509 / ES256 over OpenSSL.
-        .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources"]),
+        .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources", "README.md"]),
         // SQL storage: SQLite with group commit; the repository over it.
         .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.

@@ -42,7 +42,10 @@ final class ChainVerifier: @unchecked Sendable {
     func verify(leaf: X509Certificate, intermediate: X509Certificate, atMs: Int64) throws(VerificationFailure) -> VerifiedChain {
         guard !roots.isEmpty else { throw VerificationFailure(.untrustedCertificate, "no trusted root certificates configured") }
         guard let context = X509_STORE_CTX_new() else { throw VerificationFailure(.untrustedCertificate, "out of memory") }
-        defer { X509_STORE_CTX_free(context) }
+        defer {
+            X509_STORE_CTX_free(context)
+            ERR_clear_error()  // lookups may leave entries on this thread's queue even on success
+        }
         guard let untrusted = kakin_sk_X509_new_null() else { throw VerificationFailure(.untrustedCertificate, "out of memory") }
         defer { kakin_sk_X509_free(untrusted) }  // the certificates stay owned by their wrappers
         guard kakin_sk_X509_push(untrusted, intermediate.pointer) > 0,

@@ -9,14 +9,14 @@ import Synchronization
 /// 2. `alg` is `ES256` (`unsupported_algorithm`);
 /// 3. payload a JSON object, `signedDate`/`receiptCreationDate` a number if present (`invalid_format`);
 /// 4. `Xcode`/`LocalTesting` payloads: refused (`wrong_environment`) unless an accepted app lists that
-///    environment; if listed, accepted without signature check (as Apple's library does) → step 9;
+///    environment; if listed, accepted without chain or signature (as Apple's library does) → step 8;
 /// 5. `x5c` is exactly three certificate strings, leaf and intermediate DER (`invalid_format`);
 /// 6. leaf → intermediate → a pinned root, Apple's marker extensions on leaf and intermediate, every
 ///    certificate valid at `signedDate` (`receiptCreationDate`; now without either) (`untrusted_certificate`);
 /// 7. ES256 signature over `header.payload` by the leaf key (`invalid_signature`);
-/// 8. (typed helpers) required fields present (`invalid_format`) — after step 9;
-/// 9. app checks: bundle ID (`wrong_bundle_id`), App Apple ID in Production (`wrong_app_apple_id`),
-///    environment (`wrong_environment`).
+/// 8. app checks: bundle ID (`wrong_bundle_id`), App Apple ID in Production (`wrong_app_apple_id`),
+///    environment (`wrong_environment`);
+/// 9. typed helpers only: the fields their payload type requires (`invalid_format`).
 ///
 /// Verified chains are cached (bounded LRU) by the exact leaf and intermediate strings, and parsed
 /// headers by their exact bytes, so the steady state costs one ECDSA verification per JWS.
