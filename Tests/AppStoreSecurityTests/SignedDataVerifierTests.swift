@@ -294,3 +294,57 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
         }
     }
 }
+
+@Suite struct ForgeryTests {
+    /// A deterministic generator, so a failure can be replayed.
+    struct SplitMix64: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Thousands of random edits of a genuine JWS: none verifies unless what was signed is untouched
+    /// (base64 has spare bits, so an edit of the signature's last character can decode to the same bytes).
+    @Test func randomEditsOfAGenuineJWSNeverVerify() throws {
+        let catalogue = try sharedCatalogue.get()
+        let verifier = try makeVerifier(roots: [catalogue.ca.rootDER])
+        let original = try catalogue.ca.signer().sign(transactionPayload())
+        let bytes = Array(original.utf8)
+        let signingInputCount = bytes.lastIndex(of: UInt8(ascii: "."))!
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ {}\"".utf8)
+        var random = SplitMix64(state: 2026)
+        for round in 0..<3000 {
+            var edited = bytes
+            switch round % 4 {
+            case 0: edited[Int.random(in: 0..<edited.count, using: &random)] = alphabet.randomElement(using: &random)!
+            case 1: edited.remove(at: Int.random(in: 0..<edited.count, using: &random))
+            case 2: edited.insert(alphabet.randomElement(using: &random)!, at: Int.random(in: 0...edited.count, using: &random))
+            default: edited = Array(edited.prefix(Int.random(in: 0..<edited.count, using: &random)))
+            }
+            guard edited != bytes else { continue }
+            let text = String(decoding: edited, as: UTF8.self)
+            do {
+                _ = try verifier.verify(text)
+                #expect(
+                    edited.count >= signingInputCount
+                        && Array(edited.prefix(signingInputCount)) == Array(bytes.prefix(signingInputCount)),
+                    "round \(round): an edited JWS verified")
+            } catch {
+                #expect(error.code != .wrongBundleId && error.code != .wrongEnvironment, "round \(round): reached the app checks")
+            }
+        }
+    }
+
+    @Test func deeplyNestedPayloadIsInvalidFormat() throws {
+        let catalogue = try sharedCatalogue.get()
+        let verifier = try makeVerifier(roots: [catalogue.ca.rootDER])
+        let nested = Array((String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000)).utf8)
+        let jws = try catalogue.ca.signer().sign(payloadBytes: nested, header: catalogue.ca.signer().header)
+        #expect(failureCode { _ = try verifier.verify(jws) } == .invalidFormat)
+    }
+}
