@@ -20,7 +20,7 @@ let package = Package(
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
         .target(name: "KakinCore", linkerSettings: [.linkedLibrary("m")]),
         // JWS / X.509 / ES256 over OpenSSL.
-        .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"]),
+        .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources", "README.md"]),
         // SQL storage: SQLite with group commit; the repository over it.
         .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"], exclude: ["SQL/README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
@@ -35,7 +35,7 @@ let package = Package(
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
-        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity"]),
+        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
