@@ -162,7 +162,7 @@ private struct RunningDaemon: Sendable {
         Glibc.shutdown(listenDescriptor, Int32(SHUT_RDWR))
 
         await waitUntilIdle(seconds: max(0, gracePeriodSeconds))
-        runtime.answerAllPending()
+        await runtime.answerAllPending()
         await waitUntilIdle(seconds: Self.flushTimeoutSeconds)
 
         await runtime.stopDaemon(daemon)

@@ -20,10 +20,15 @@ final class PendingRequest: @unchecked Sendable {
     var request: HTTPRequest?
     var bodyBytesReceived = 0
     var bodyTooLarge = false
+    /// Suspended and not yet seen again by MHD; counted in `ServerRuntime.suspendedCount`.
+    var isSuspended = false
 
-    /// Set by whoever takes this request out of the pending registry, under the registry lock and
-    /// just before `MHD_resume_connection`; read by the resumed callback. MHD's own locking around
-    /// resume orders the write before the read.
+    /// Whether someone (handler, watchdog, shutdown) has answered the suspended request. Only the
+    /// one who flips it may store `response` and resume the connection.
+    private let answered = Atomic<Bool>(false)
+
+    /// Written by the one who won `claimAnswer()`, just before `MHD_resume_connection`; read by
+    /// the resumed callback. MHD's own locking around resume orders the write before the read.
     var response: HTTPResponse?
 
     init(serial: UInt64, connection: OpaquePointer) {
@@ -31,14 +36,20 @@ final class PendingRequest: @unchecked Sendable {
         self.requestId = RequestIdentifiers.identifier(forSerial: serial)
         self.connection = connection
     }
+
+    /// True exactly once: for the first caller, who must then answer and resume.
+    func claimAnswer() -> Bool {
+        !answered.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    var isAnswered: Bool {
+        answered.load(ordering: .acquiring)
+    }
 }
 
-/// Requests whose connection is suspended while their handler runs.
-///
-/// Invariant: a request is in `entries` exactly while its connection is suspended and nobody has
-/// resumed it. Removing an entry, storing its response and calling `MHD_resume_connection` happen
-/// under one lock, so once shutdown has drained the registry no resume can still be on its way
-/// when the daemon stops (stopping with suspended connections is undefined behaviour in MHD).
+/// Requests whose handler is running, for the watchdog and shutdown to find. Who answers is
+/// decided by `PendingRequest.claimAnswer()`, not by this registry, so the lock is held only for
+/// an insert or a removal and never around a syscall or user code.
 struct PendingRegistry {
     struct Entry {
         let request: PendingRequest
@@ -68,6 +79,9 @@ final class ServerRuntime: Sendable {
 
     /// Requests between their first callback and MHD's completion callback.
     let inFlight = Atomic<Int>(0)
+    /// Connections suspended and not yet seen again by MHD after resume. Shutdown waits for zero:
+    /// stopping the daemon with a suspended connection is undefined behaviour in MHD.
+    private let suspendedCount = Atomic<Int>(0)
     /// Mirrors `PendingRegistry.isDraining` so the first callback can refuse without locking.
     private let isDraining = Atomic<Bool>(false)
     private let registry: Mutex<PendingRegistry>
@@ -120,6 +134,7 @@ final class ServerRuntime: Sendable {
             }
             return dispatchToHandler(pending)
         case .awaitingResponse:
+            markResumed(pending)
             guard let response = pending.response.take() else { return .NO }
             return queue(response, for: pending)
         }
@@ -129,8 +144,17 @@ final class ServerRuntime: Sendable {
     func requestCompleted(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         guard let opaque = context.pointee else { return }
         context.pointee = nil
-        Unmanaged<PendingRequest>.fromOpaque(opaque).release()
+        let pending = Unmanaged<PendingRequest>.fromOpaque(opaque).takeRetainedValue()
+        // A client that left while suspended is noticed on resume: MHD then closes the
+        // connection without calling the access handler again.
+        markResumed(pending)
         inFlight.subtract(1, ordering: .relaxed)
+    }
+
+    private func markResumed(_ pending: PendingRequest) {
+        guard pending.isSuspended else { return }
+        pending.isSuspended = false
+        suspendedCount.subtract(1, ordering: .relaxed)
     }
 
     // MARK: - Request flow
@@ -195,23 +219,26 @@ final class ServerRuntime: Sendable {
         guard let request = pending.request.take() else { return .NO }
         pending.phase = .awaitingResponse
         // Suspend before the request becomes visible to anyone who might resume it.
+        pending.isSuspended = true
+        suspendedCount.add(1, ordering: .relaxed)
         MHD_suspend_connection(pending.connection)
         let deadlineNs = DispatchTime.now().uptimeNanoseconds + requestTimeoutNs
         let handler = handler
+        let handlerTask = Task {
+            let response = await handler(request)
+            self.finish(pending, with: response)
+        }
+        // The handler may already have finished; then this entry is stale and the next watchdog tick
+        // drops it.
         let accepted = registry.withLock { registry in
             guard !registry.isDraining else { return false }
-            // Created under the lock so the entry exists before the task can finish.
-            let handlerTask = Task {
-                let response = await handler(request)
-                self.finish(pending, with: response)
-            }
             registry.entries[pending.serial] = PendingRegistry.Entry(
                 request: pending, deadlineNs: deadlineNs, handlerTask: handlerTask)
             return true
         }
         if !accepted {
-            pending.response = rejectionResponder(.serviceUnavailable, pending.requestId)
-            MHD_resume_connection(pending.connection)
+            handlerTask.cancel()
+            answer(pending, with: .serviceUnavailable)
         }
         return .YES
     }
@@ -219,30 +246,30 @@ final class ServerRuntime: Sendable {
     /// Hands a handler's response to MHD, unless the request was already answered (timeout,
     /// shutdown); then the late response is dropped.
     private func finish(_ pending: PendingRequest, with response: HTTPResponse) {
-        registry.withLock { registry in
-            guard registry.entries.removeValue(forKey: pending.serial) != nil else { return }
-            pending.response = response
-            MHD_resume_connection(pending.connection)
-        }
+        guard pending.claimAnswer() else { return }
+        pending.response = response
+        MHD_resume_connection(pending.connection)
+        registry.withLock { _ = $0.entries.removeValue(forKey: pending.serial) }
     }
 
-    /// Answers every still-pending request in `requests` with `rejection` and cancels its handler.
-    /// The responder and cancellation handlers (user code) run outside the lock; requests answered
-    /// meanwhile by their handler are skipped.
-    private func answer(_ requests: [PendingRequest], with rejection: HTTPServerRejection) {
-        guard !requests.isEmpty else { return }
-        let responses = requests.map { rejectionResponder(rejection, $0.requestId) }
-        let abandonedTasks = registry.withLock { registry in
-            var abandonedTasks: [Task<Void, Never>] = []
-            for (pending, response) in zip(requests, responses) {
-                guard let entry = registry.entries.removeValue(forKey: pending.serial) else { continue }
-                pending.response = response
-                MHD_resume_connection(pending.connection)
-                abandonedTasks.append(entry.handlerTask)
-            }
-            return abandonedTasks
+    /// Answers a suspended request with `rejection`, unless someone answered it already.
+    private func answer(_ pending: PendingRequest, with rejection: HTTPServerRejection) {
+        guard pending.claimAnswer() else { return }
+        pending.response = rejectionResponder(rejection, pending.requestId)
+        MHD_resume_connection(pending.connection)
+    }
+
+    /// Answers `entries` with `rejection`, cancels their handlers so they can stop early, and
+    /// drops them from the registry.
+    private func abandon(_ entries: [PendingRegistry.Entry], with rejection: HTTPServerRejection) {
+        guard !entries.isEmpty else { return }
+        for entry in entries {
+            answer(entry.request, with: rejection)
+            entry.handlerTask.cancel()
         }
-        for task in abandonedTasks { task.cancel() }
+        registry.withLock { registry in
+            for entry in entries { registry.entries.removeValue(forKey: entry.request.serial) }
+        }
     }
 
     private func queue(_ response: HTTPResponse, for pending: PendingRequest) -> MHD_Result {
@@ -296,10 +323,12 @@ final class ServerRuntime: Sendable {
 
     private func answerOverdueRequests() {
         let now = DispatchTime.now().uptimeNanoseconds
+        // Also collects stale entries, of handlers that finished before their entry was inserted;
+        // for those `abandon` only removes the entry.
         let overdue = registry.withLock { registry in
-            registry.entries.values.filter { $0.deadlineNs <= now }.map(\.request)
+            registry.entries.values.filter { $0.deadlineNs <= now || $0.request.isAnswered }
         }
-        answer(overdue, with: .requestTimeout)
+        abandon(overdue, with: .requestTimeout)
     }
 
     /// From now on, new requests get `serviceUnavailable`; requests already running continue.
@@ -308,11 +337,15 @@ final class ServerRuntime: Sendable {
         registry.withLock { $0.isDraining = true }
     }
 
-    /// Answers every request still waiting for its handler with `serviceUnavailable`. After this,
-    /// no connection is suspended (see `PendingRegistry`).
-    func answerAllPending() {
-        let remaining = registry.withLock { registry in registry.entries.values.map(\.request) }
-        answer(remaining, with: .serviceUnavailable)
+    /// Answers every request still waiting for its handler with `serviceUnavailable`, then waits
+    /// until MHD has taken back every suspended connection. Call after `beginDraining()`: from
+    /// then on a request that reaches its handler answers itself with `serviceUnavailable`.
+    func answerAllPending() async {
+        let remaining = registry.withLock { registry in Array(registry.entries.values) }
+        abandon(remaining, with: .serviceUnavailable)
+        while suspendedCount.load(ordering: .relaxed) > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
     }
 
     private func remoteAddress(of connection: OpaquePointer) -> String? {

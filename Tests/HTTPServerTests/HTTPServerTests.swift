@@ -301,6 +301,25 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
         #expect(server.inFlightCount == 0)
     }
 
+    @Test func shutdownReturnsWhenClientsLeftWhileTheirHandlersRan() async throws {
+        let (starts, startSink) = AsyncStream<Void>.makeStream()
+        let server = try startServer { _ in
+            startSink.yield()
+            try? await Task.sleep(for: .milliseconds(300))
+            return .text("nobody listens")
+        }
+        try await offPool {
+            for _ in 0..<5 {
+                let connection = try RawConnection(port: server.port)
+                try connection.send("GET /gone HTTP/1.1\r\nHost: x\r\n\r\n")
+            }
+        }
+        var iterator = starts.makeAsyncIterator()
+        for _ in 0..<5 { _ = await iterator.next() }
+        await server.shutdown(gracePeriodSeconds: 5)
+        #expect(server.inFlightCount == 0)
+    }
+
     @Test func everyResponseCarriesAUniqueRequestId() async throws {
         let server = try startServer { request in
             switch request.path {

@@ -51,6 +51,11 @@ final class RawConnection: @unchecked Sendable {
 
     /// Connects to `host` (an IPv4 or IPv6 literal) on `port`.
     init(host: String = "127.0.0.1", port: Int, receiveTimeoutSeconds: Int = 10) throws {
+        // Connected before `self` exists, so a failure never reaches `deinit` and closes twice.
+        descriptor = try Self.connect(host: host, port: port, timeoutSeconds: receiveTimeoutSeconds)
+    }
+
+    private static func connect(host: String, port: Int, timeoutSeconds: Int) throws -> Int32 {
         var storage = sockaddr_storage()
         let family: Int32
         let length: Int
@@ -69,19 +74,20 @@ final class RawConnection: @unchecked Sendable {
         } else {
             throw TestFailure(description: "bad host \(host)")
         }
-        descriptor = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestFailure(description: "socket failed") }
-        var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(length)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(length)) }
         }
         guard connected == 0 else {
             let error = errno
             Glibc.close(descriptor)
             throw TestFailure(description: "connect failed: errno \(error)")
         }
+        return descriptor
     }
 
     deinit {
