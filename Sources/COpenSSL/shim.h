@@ -2,6 +2,8 @@
 #ifndef KAKIN_COPENSSL_SHIM_H
 #define KAKIN_COPENSSL_SHIM_H
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/x509.h>
