@@ -9,10 +9,10 @@ enum Fixtures {
     static let packageRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// Apple's test vectors (`../shared/apple/testdata` beside the package, or `KAKIN_APPLE_TESTDATA`).
+    /// Apple's test vectors (copied into `Tests/Fixtures/apple-testdata`, or `KAKIN_APPLE_TESTDATA`).
     static let appleTestData: URL = {
         if let path = ProcessInfo.processInfo.environment["KAKIN_APPLE_TESTDATA"] { return URL(fileURLWithPath: path) }
-        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/apple/testdata")
+        return packageRoot.appendingPathComponent("Tests/Fixtures/apple-testdata")
     }()
 
     static func appleFile(_ relativePath: String) throws -> [UInt8] {
