@@ -24,7 +24,7 @@ let package = Package(
         // SQL storage: SQLite with group commit; the repository over it.
         .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
         // Composition: routes, config, auth, pipelines.
         .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer"]),

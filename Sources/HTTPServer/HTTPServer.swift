@@ -71,8 +71,11 @@ public final class HTTPServer: Sendable {
                     guard let cls, let context else { return }
                     Unmanaged<ServerRuntime>.fromOpaque(cls).takeUnretainedValue().requestCompleted(context: context)
                 },
-                Unmanaged.passUnretained(runtime).toOpaque())
+                // Retained by the daemon until it stops: a server dropped without shutdown leaks
+                // its daemon instead of leaving MHD with a dangling context.
+                Unmanaged.passRetained(runtime).toOpaque())
             guard let daemon else {
+                Unmanaged.passUnretained(runtime).release()
                 close(listenSocket.descriptor)
                 throw HTTPServerError(code: .daemonStartFailed, message: "libmicrohttpd did not start (see stderr)")
             }
@@ -167,6 +170,7 @@ private struct RunningDaemon: Sendable {
 
         await runtime.stopDaemon(daemon)
         close(listenDescriptor)
+        Unmanaged.passUnretained(runtime).release()  // the daemon's reference, taken in start()
     }
 
     private func waitUntilIdle(seconds: Double) async {

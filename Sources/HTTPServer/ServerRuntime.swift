@@ -68,6 +68,7 @@ final class ServerRuntime: Sendable {
     /// How often the watchdog looks for handlers past their deadline; a timeout answer can be
     /// this late. One scan covers at most `connectionsMax` entries.
     static let watchdogTickMs = 100
+    static let bodyReserveBytesMax = 64 * 1024
 
     private let handler: HTTPHandler
     private let rejectionResponder: HTTPRejectionResponder
@@ -192,7 +193,8 @@ final class ServerRuntime: Sendable {
         var request = HTTPRequest(
             method: String(cString: method), path: path, rawPath: rawPath, queryItems: query.items,
             headers: headers, requestId: pending.requestId, remoteAddress: remoteAddress(of: connection))
-        request.body.reserveCapacity(declaredBodyBytes)
+        // Reserve only part of a large declared body: a client must send bytes to make us hold them.
+        request.body.reserveCapacity(min(declaredBodyBytes, Self.bodyReserveBytesMax))
         pending.request = request
         return nil
     }
