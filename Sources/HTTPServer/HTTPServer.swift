@@ -100,9 +100,10 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Stops gracefully: new connections are refused at once and requests on open connections get
-    /// `serviceUnavailable`; requests already received may finish for up to `gracePeriodSeconds`,
-    /// then those still running get `serviceUnavailable` too, and the daemon stops.
+    /// Stops gracefully: new connections are refused at once and new requests on open connections
+    /// get `serviceUnavailable`; requests whose headers had arrived may finish (body and handler)
+    /// for up to `gracePeriodSeconds`, then those still running get `serviceUnavailable` too (their
+    /// handler tasks are cancelled), and the daemon stops.
     /// Safe to call more than once; later calls return when the first one is done.
     public func shutdown(gracePeriodSeconds: Double) async {
         enum Step {
