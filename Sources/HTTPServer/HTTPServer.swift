@@ -153,8 +153,10 @@ private struct RunningDaemon: Sendable {
     let listenDescriptor: Int32
     let runtime: ServerRuntime
 
-    /// Once the in-flight count is zero, answers that were just queued get this long to be written.
+    /// After the last handlers were answered with 503, those answers get this long to be written.
     private static let flushTimeoutSeconds = 1.0
+    /// A longer grace period is taken as this one (a day); so is infinity.
+    private static let gracePeriodSecondsMax = 86_400.0
     private static let pollIntervalMs = 10
 
     func stop(gracePeriodSeconds: Double) async {
@@ -165,7 +167,8 @@ private struct RunningDaemon: Sendable {
         // The descriptor stays open until the daemon has stopped, as MHD requires.
         Glibc.shutdown(listenDescriptor, Int32(SHUT_RDWR))
 
-        await waitUntilIdle(seconds: max(0, gracePeriodSeconds))
+        let grace = gracePeriodSeconds.isNaN ? 0 : min(max(gracePeriodSeconds, 0), Self.gracePeriodSecondsMax)
+        await waitUntilIdle(seconds: grace)
         await runtime.answerAllPending()
         await waitUntilIdle(seconds: Self.flushTimeoutSeconds)
 
@@ -176,7 +179,7 @@ private struct RunningDaemon: Sendable {
 
     private func waitUntilIdle(seconds: Double) async {
         let clock = ContinuousClock()
-        let deadline = clock.now + .milliseconds(Int64(seconds * 1000))
+        let deadline = clock.now + .seconds(seconds)
         while runtime.inFlight.load(ordering: .relaxed) > 0 && clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(Self.pollIntervalMs))
         }
