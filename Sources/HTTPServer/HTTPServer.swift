@@ -71,8 +71,11 @@ public final class HTTPServer: Sendable {
                     guard let cls, let context else { return }
                     Unmanaged<ServerRuntime>.fromOpaque(cls).takeUnretainedValue().requestCompleted(context: context)
                 },
-                Unmanaged.passUnretained(runtime).toOpaque())
+                // Retained by the daemon until it stops: a server dropped without shutdown leaks
+                // its daemon instead of leaving MHD with a dangling context.
+                Unmanaged.passRetained(runtime).toOpaque())
             guard let daemon else {
+                Unmanaged.passUnretained(runtime).release()
                 close(listenSocket.descriptor)
                 throw HTTPServerError(code: .daemonStartFailed, message: "libmicrohttpd did not start (see stderr)")
             }
@@ -97,9 +100,10 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Stops gracefully: new connections are refused at once and requests on open connections get
-    /// `serviceUnavailable`; requests already received may finish for up to `gracePeriodSeconds`,
-    /// then those still running get `serviceUnavailable` too, and the daemon stops.
+    /// Stops gracefully: new connections are refused at once and new requests on open connections
+    /// get `serviceUnavailable`; requests whose headers had arrived may finish (body and handler)
+    /// for up to `gracePeriodSeconds`, then those still running get `serviceUnavailable` too (their
+    /// handler tasks are cancelled), and the daemon stops.
     /// Safe to call more than once; later calls return when the first one is done.
     public func shutdown(gracePeriodSeconds: Double) async {
         enum Step {
@@ -149,8 +153,10 @@ private struct RunningDaemon: Sendable {
     let listenDescriptor: Int32
     let runtime: ServerRuntime
 
-    /// Once the in-flight count is zero, answers that were just queued get this long to be written.
+    /// After the last handlers were answered with 503, those answers get this long to be written.
     private static let flushTimeoutSeconds = 1.0
+    /// A longer grace period is taken as this one (a day); so is infinity.
+    private static let gracePeriodSecondsMax = 86_400.0
     private static let pollIntervalMs = 10
 
     func stop(gracePeriodSeconds: Double) async {
@@ -161,17 +167,19 @@ private struct RunningDaemon: Sendable {
         // The descriptor stays open until the daemon has stopped, as MHD requires.
         Glibc.shutdown(listenDescriptor, Int32(SHUT_RDWR))
 
-        await waitUntilIdle(seconds: max(0, gracePeriodSeconds))
+        let grace = gracePeriodSeconds.isNaN ? 0 : min(max(gracePeriodSeconds, 0), Self.gracePeriodSecondsMax)
+        await waitUntilIdle(seconds: grace)
         await runtime.answerAllPending()
         await waitUntilIdle(seconds: Self.flushTimeoutSeconds)
 
         await runtime.stopDaemon(daemon)
         close(listenDescriptor)
+        Unmanaged.passUnretained(runtime).release()  // the daemon's reference, taken in start()
     }
 
     private func waitUntilIdle(seconds: Double) async {
         let clock = ContinuousClock()
-        let deadline = clock.now + .milliseconds(Int64(seconds * 1000))
+        let deadline = clock.now + .seconds(seconds)
         while runtime.inFlight.load(ordering: .relaxed) > 0 && clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(Self.pollIntervalMs))
         }

@@ -59,7 +59,8 @@ struct PendingRegistry {
     }
 
     var entries: [UInt64: Entry] = [:]
-    var isDraining = false
+    /// False once shutdown has answered the pending requests: no handler may start after that.
+    var acceptsHandlers = true
 }
 
 /// The part of a running server that libmicrohttpd calls into. One per `start()`; its address is
@@ -68,6 +69,7 @@ final class ServerRuntime: Sendable {
     /// How often the watchdog looks for handlers past their deadline; a timeout answer can be
     /// this late. One scan covers at most `connectionsMax` entries.
     static let watchdogTickMs = 100
+    static let bodyReserveBytesMax = 64 * 1024
 
     private let handler: HTTPHandler
     private let rejectionResponder: HTTPRejectionResponder
@@ -82,8 +84,11 @@ final class ServerRuntime: Sendable {
     /// Connections suspended and not yet seen again by MHD after resume. Shutdown waits for zero:
     /// stopping the daemon with a suspended connection is undefined behaviour in MHD.
     private let suspendedCount = Atomic<Int>(0)
-    /// Mirrors `PendingRegistry.isDraining` so the first callback can refuse without locking.
-    private let isDraining = Atomic<Bool>(false)
+    /// False once shutdown has begun: requests whose headers arrive later get `serviceUnavailable`.
+    private let acceptsRequests = Atomic<Bool>(true)
+    /// Mirrors `PendingRegistry.acceptsHandlers`, so a refused request is usually caught before
+    /// its handler task is even created.
+    private let acceptsHandlers = Atomic<Bool>(true)
     private let registry: Mutex<PendingRegistry>
     /// Serial, so it gets its own thread: runs the watchdog and the blocking `MHD_stop_daemon`,
     /// neither of which may occupy Swift's small cooperative pool.
@@ -165,7 +170,7 @@ final class ServerRuntime: Sendable {
         url: UnsafePointer<CChar>,
         method: UnsafePointer<CChar>
     ) -> HTTPServerRejection? {
-        if isDraining.load(ordering: .relaxed) { return .serviceUnavailable }
+        if !acceptsRequests.load(ordering: .relaxed) { return .serviceUnavailable }
         guard let rawPath = String(validatingCString: url), let path = PercentDecoding.decode(rawPath) else {
             return .badRequest
         }
@@ -192,7 +197,8 @@ final class ServerRuntime: Sendable {
         var request = HTTPRequest(
             method: String(cString: method), path: path, rawPath: rawPath, queryItems: query.items,
             headers: headers, requestId: pending.requestId, remoteAddress: remoteAddress(of: connection))
-        request.body.reserveCapacity(declaredBodyBytes)
+        // Reserve only part of a large declared body: a client must send bytes to make us hold them.
+        request.body.reserveCapacity(min(declaredBodyBytes, Self.bodyReserveBytesMax))
         pending.request = request
         return nil
     }
@@ -216,6 +222,9 @@ final class ServerRuntime: Sendable {
         if pending.bodyTooLarge {
             return queue(rejectionResponder(.bodyTooLarge(limitBytes: bodyBytesMax), pending.requestId), for: pending)
         }
+        if !acceptsHandlers.load(ordering: .relaxed) {
+            return queue(rejectionResponder(.serviceUnavailable, pending.requestId), for: pending)
+        }
         guard let request = pending.request.take() else { return .NO }
         pending.phase = .awaitingResponse
         // Suspend before the request becomes visible to anyone who might resume it.
@@ -225,13 +234,15 @@ final class ServerRuntime: Sendable {
         let deadlineNs = DispatchTime.now().uptimeNanoseconds + requestTimeoutNs
         let handler = handler
         let handlerTask = Task {
+            // Refused between task creation and registration (shutdown): the handler must not run.
+            guard !pending.isAnswered else { return }
             let response = await handler(request)
             self.finish(pending, with: response)
         }
         // The handler may already have finished; then this entry is stale and the next watchdog tick
         // drops it.
         let accepted = registry.withLock { registry in
-            guard !registry.isDraining else { return false }
+            guard registry.acceptsHandlers else { return false }
             registry.entries[pending.serial] = PendingRegistry.Entry(
                 request: pending, deadlineNs: deadlineNs, handlerTask: handlerTask)
             return true
@@ -331,17 +342,20 @@ final class ServerRuntime: Sendable {
         abandon(overdue, with: .requestTimeout)
     }
 
-    /// From now on, new requests get `serviceUnavailable`; requests already running continue.
+    /// From now on, requests whose headers arrive get `serviceUnavailable`; requests received
+    /// earlier go on, body and handler included.
     func beginDraining() {
-        isDraining.store(true, ordering: .relaxed)
-        registry.withLock { $0.isDraining = true }
+        acceptsRequests.store(false, ordering: .relaxed)
     }
 
-    /// Answers every request still waiting for its handler with `serviceUnavailable`, then waits
-    /// until MHD has taken back every suspended connection. Call after `beginDraining()`: from
-    /// then on a request that reaches its handler answers itself with `serviceUnavailable`.
+    /// Answers every request still waiting for its handler with `serviceUnavailable`, refuses
+    /// handlers from now on, then waits until MHD has taken back every suspended connection.
     func answerAllPending() async {
-        let remaining = registry.withLock { registry in Array(registry.entries.values) }
+        acceptsHandlers.store(false, ordering: .relaxed)
+        let remaining = registry.withLock { registry in
+            registry.acceptsHandlers = false
+            return Array(registry.entries.values)
+        }
         abandon(remaining, with: .serviceUnavailable)
         while suspendedCount.load(ordering: .relaxed) > 0 {
             try? await Task.sleep(for: .milliseconds(1))

@@ -283,6 +283,31 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
         await another.shutdown(gracePeriodSeconds: 1)
     }
 
+    @Test func uploadWhoseHeadersArrivedBeforeShutdownStillReachesItsHandler() async throws {
+        let server = try startServer { request in .text("got " + String(decoding: request.body, as: UTF8.self)) }
+        let port = server.port
+        let connection = try await offPool { try RawConnection(port: port) }
+        try await offPool { try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n") }
+        for _ in 0..<500 where server.inFlightCount == 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(server.inFlightCount == 1)
+        async let shutdown: Void = server.shutdown(gracePeriodSeconds: 10)
+        var refused = false
+        for _ in 0..<200 where !refused {
+            refused = try await offPool { (try? RawConnection(port: port)) == nil }
+            if !refused { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(refused)
+        let response = try await offPool {
+            try connection.send("hello")
+            return try connection.readResponse()
+        }
+        #expect(response.status == 200)
+        #expect(response.text == "got hello")
+        await shutdown
+    }
+
     @Test func shutdownAfterGracePeriodAnswersStillRunningHandlersWith503() async throws {
         let (starts, startSink) = AsyncStream<Void>.makeStream()
         let server = try startServer { _ in
