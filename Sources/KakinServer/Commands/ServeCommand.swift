@@ -67,6 +67,7 @@ public final class KakinRuntime: Sendable {
             await database.close()
             throw error
         }
+        app.notificationWorker.start { [app] in await app.processDueNotifications() }
         return KakinRuntime(app: app, server: server, database: database)
     }
 
@@ -82,6 +83,7 @@ public final class KakinRuntime: Sendable {
     /// Graceful stop: finish in-flight requests, then close the database.
     public func shutdown(gracePeriodSeconds: Double = 10) async {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
+        await app.notificationWorker.stop()
         await database.close()
     }
 }

@@ -32,6 +32,7 @@ public final class KakinStore: Sendable {
         }
     }
 
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (SQLConnection) throws -> T) async throws(KakinError) -> T {
         try await storage { try await self.database.write(body) }
     }

@@ -38,6 +38,7 @@ enum Schema {
             );
             CREATE INDEX ledger_by_customer ON ledger_entries(customer_id, seq);
             CREATE INDEX ledger_by_recipient ON ledger_entries(recipient, customer_id);
+            CREATE INDEX ledger_by_reference ON ledger_entries(reference);
             CREATE TABLE transactions (
                 transaction_id TEXT PRIMARY KEY,
                 original_transaction_id TEXT NOT NULL,
