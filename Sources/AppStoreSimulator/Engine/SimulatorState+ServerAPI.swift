@@ -215,8 +215,8 @@ extension SimulatorState {
         }
         guard start <= end else { throw .startDateAfterEndDate }
         guard start >= nowMs - notificationHistoryDays * Self.dayMs else { throw .startDateTooFarInPast }
-        let type = body["notificationType"].flatMap { $0.isNull ? nil : $0 }
-        let subtype = body["notificationSubtype"].flatMap { $0.isNull ? nil : $0 }
+        let type = Self.present(body["notificationType"])
+        let subtype = Self.present(body["notificationSubtype"])
         var typeName: String?
         var subtypeName: String?
         if let type {
@@ -228,7 +228,7 @@ extension SimulatorState {
             subtypeName = s
         }
         var account: String?
-        if let tv = body["transactionId"].flatMap({ $0.isNull ? nil : $0 }) {
+        if let tv = Self.present(body["transactionId"]) {
             guard typeName == nil else { throw .multipleFiltersSupplied }
             guard let tid = tv.stringValue else { throw .invalidTransactionId }
             account = try customer(of: tid).accountKey
@@ -302,6 +302,13 @@ extension SimulatorState {
         }
         store.consumption.append(ConsumptionRecord(transactionId: transactionId, receivedMs: nowMs, body: body.jsonString))
         if store.consumption.count > Self.consumptionRecordsMax { store.consumption.removeFirst(store.consumption.count - Self.consumptionRecordsMax) }
+    }
+
+    /// A field that is there and not JSON null. (A bare `nil` in a `JSONValue` context is `.null`, so
+    /// `flatMap { $0.isNull ? nil : $0 }` would keep nulls.)
+    static func present(_ value: JSONValue?) -> JSONValue? {
+        guard let value, !value.isNull else { return nil }
+        return value
     }
 
     // MARK: Paging tokens

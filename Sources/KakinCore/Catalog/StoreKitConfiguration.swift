@@ -127,7 +127,9 @@ public struct StoreKitConfiguration: Sendable {
 
         // The singular `introductoryOffer` is the upfront-billed intro; 5.0 files add `introductoryOffers[]`
         // (one per billing plan), from which the upfront one is taken when the singular key is absent.
-        var introJSON = item["introductoryOffer"].flatMap { $0.isNull ? nil : $0 }
+        // (An explicit `JSONValue?`: a bare `nil` would become JSONValue's own `.null` literal.)
+        var introJSON: JSONValue? = item["introductoryOffer"]
+        if introJSON?.isNull == true { introJSON = nil }
         var introPath = path + ".introductoryOffer"
         if introJSON == nil, let list = item["introductoryOffers"]?.arrayValue, !list.isEmpty {
             let index = list.firstIndex { ($0["billingPlanType"]?.stringValue ?? "BILLED_UPFRONT") == "BILLED_UPFRONT" } ?? 0

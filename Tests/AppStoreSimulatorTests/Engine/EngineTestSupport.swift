@@ -54,7 +54,8 @@ func offersCatalog() -> Catalog {
         Product(productId: "Y", kind: .autoRenewable, priceMilli: 49_990, currency: "USD", groupId: "g", period: ISOPeriod(years: 1), level: 2),
         Product(productId: "P", kind: .autoRenewable, priceMilli: 9_990, currency: "USD", groupId: "g", period: month, level: 1,
                 promotionalOffers: promos),
-        Product(productId: "L", kind: .autoRenewable, priceMilli: 2_990, currency: "USD", groupId: "g", period: month, level: 3),
+        Product(productId: "L", kind: .autoRenewable, priceMilli: 2_990, currency: "USD", groupId: "g", period: month, level: 3,
+                promotionalOffers: promos),
         Product(productId: "coins", kind: .consumable, coins: 100, priceMilli: 990, currency: "USD"),
         Product(productId: "lifetime", kind: .nonConsumable, priceMilli: 19_990, currency: "USD", familyShareable: true),
         Product(productId: "pass", kind: .nonRenewing, priceMilli: 2_990, currency: "USD", durationDays: 90),
@@ -78,7 +79,13 @@ extension SimulatorState {
 
     /// The decoded payloads of notifications, oldest first.
     func notes(_ uuids: [String]) -> [JSONValue] {
-        uuids.map { u in decodeJWS(store.notifications.first { $0.notificationUUID == u }!.jws) }
+        uuids.map { u in
+            guard let n = store.notifications.first(where: { $0.notificationUUID == u }) else {
+                Issue.record("unknown notification \(u)")
+                return .null
+            }
+            return decodeJWS(n.jws)
+        }
     }
 
     /// "TYPE" or "TYPE/SUBTYPE" of each notification, oldest first.
