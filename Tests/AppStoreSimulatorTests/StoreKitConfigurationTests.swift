@@ -2,10 +2,10 @@ import Foundation
 import KakinCore
 import Testing
 
-/// The five real `.storekit` files of `shared/storekit-examples` parse into the catalog they describe.
+/// The five real `.storekit` files (copied from `shared/storekit-examples` into `Fixtures/`, with their
+/// sources) parse into the catalog they describe.
 @Suite struct StoreKitConfigurationFiles {
-    static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../../shared/storekit-examples").standardizedFileURL
+    static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
     func load(_ name: String) throws -> StoreKitConfiguration {
         let data = try Data(contentsOf: Self.examples.appendingPathComponent(name))

@@ -19,6 +19,28 @@ struct SimulatorIDs: Codable, Sendable, Equatable {
         nextAppTransaction = 704_000_000_000_000_000 + offset + 1
     }
 
+    enum CodingKeys: String, CodingKey { case rngState, nextTransaction, nextWebOrderLineItem, nextAppTransaction }
+
+    /// The generator state is written as a string: all 64 bits must survive JSON readers that use doubles.
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        guard let state = UInt64(try c.decode(String.self, forKey: .rngState)) else {
+            throw DecodingError.dataCorruptedError(forKey: .rngState, in: c, debugDescription: "not a 64-bit number")
+        }
+        rngState = state
+        nextTransaction = try c.decode(Int64.self, forKey: .nextTransaction)
+        nextWebOrderLineItem = try c.decode(Int64.self, forKey: .nextWebOrderLineItem)
+        nextAppTransaction = try c.decode(Int64.self, forKey: .nextAppTransaction)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(String(rngState), forKey: .rngState)
+        try c.encode(nextTransaction, forKey: .nextTransaction)
+        try c.encode(nextWebOrderLineItem, forKey: .nextWebOrderLineItem)
+        try c.encode(nextAppTransaction, forKey: .nextAppTransaction)
+    }
+
     mutating func transactionId() -> String {
         defer { nextTransaction += 1 }
         return String(nextTransaction)
