@@ -20,11 +20,11 @@ let package = Package(
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
         .target(name: "KakinCore", linkerSettings: [.linkedLibrary("m")]),
         // JWS / X.509 / ES256 over OpenSSL.
-        .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"]),
+        .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources", "README.md"]),
         // SQL storage: SQLite with group commit; the repository over it.
-        .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"]),
+        .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"], exclude: ["SQL/README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
@@ -35,7 +35,7 @@ let package = Package(
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
-        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity"]),
+        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),

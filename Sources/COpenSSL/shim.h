@@ -2,14 +2,65 @@
 #ifndef KAKIN_COPENSSL_SHIM_H
 #define KAKIN_COPENSSL_SHIM_H
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
 #include <openssl/pem.h>
 #include <openssl/err.h>
 #include <openssl/bn.h>
 #include <openssl/sha.h>
 #include <openssl/rand.h>
 #include <openssl/objects.h>
+#include <openssl/crypto.h>
+
+/// EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen.
+static inline EVP_PKEY *kakin_EVP_EC_gen_P256(void) {
+    return EVP_EC_gen("P-256");
+}
+
+/// BIO_get_mem_data is a macro over BIO_ctrl.
+static inline long kakin_BIO_get_mem_data(BIO *bio, char **data) {
+    return BIO_get_mem_data(bio, data);
+}
+
+/// XN_FLAG_RFC2253 is a composite macro.
+static inline unsigned long kakin_XN_FLAG_RFC2253(void) {
+    return XN_FLAG_RFC2253;
+}
+
+static inline void kakin_OPENSSL_free(void *p) {
+    OPENSSL_free(p);
+}
+
+/// The typed sk_X509_* helpers are macros.
+static inline STACK_OF(X509) *kakin_sk_X509_new_null(void) {
+    return sk_X509_new_null();
+}
+
+static inline int kakin_sk_X509_push(STACK_OF(X509) *stack, X509 *cert) {
+    return sk_X509_push(stack, cert);
+}
+
+static inline int kakin_sk_X509_num(const STACK_OF(X509) *stack) {
+    return sk_X509_num(stack);
+}
+
+static inline X509 *kakin_sk_X509_value(const STACK_OF(X509) *stack, int i) {
+    return sk_X509_value(stack, i);
+}
+
+/// Frees the stack only; the certificates it points to stay owned by their Swift wrappers.
+static inline void kakin_sk_X509_free(STACK_OF(X509) *stack) {
+    sk_X509_free(stack);
+}
+
+/// Frees the stack and drops one reference of every certificate (for X509_STORE_CTX_get1_chain).
+static inline void kakin_sk_X509_pop_free(STACK_OF(X509) *stack) {
+    sk_X509_pop_free(stack, X509_free);
+}
+
 #endif

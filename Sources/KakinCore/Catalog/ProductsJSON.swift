@@ -13,7 +13,7 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 /// Reads a JSON object field by field, remembering the path for error messages and refusing unknown keys.
 public struct StrictObject {
     public let path: String
-    let object: [String: JSONValue]
+    public let object: [String: JSONValue]
 
     public init(_ value: JSONValue, path: String) throws(ConfigurationError) {
         guard case .object(let o) = value else { throw ConfigurationError(path, "must be an object") }

@@ -135,7 +135,7 @@ public enum JSONParser {
                 while i < buf.count, buf[i] >= UInt8(ascii: "0"), buf[i] <= UInt8(ascii: "9") { i += 1 }
                 if i == digits { throw fail("invalid number") }
             }
-            if isInteger, i - start <= 19 {
+            if isInteger, i - start <= 20 {
                 var value: Int64 = 0
                 var k = start
                 let negative = buf[k] == UInt8(ascii: "-")

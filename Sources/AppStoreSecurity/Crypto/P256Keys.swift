@@ -1,0 +1,243 @@
+import COpenSSL
+import Synchronization
+
+/// Length of an ES256 signature in JWS form: r and s, 32 big-endian bytes each (RFC 7518 §3.4).
+let es256SignatureByteCount = 64
+
+/// Owns an `EVP_PKEY` and frees it in deinit. Immutable after init, and OpenSSL allows concurrent
+/// read-only use of a key (each operation builds its own context), hence `@unchecked Sendable`.
+final class OwnedPKey: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { EVP_PKEY_free(pointer) }
+
+    /// The key must be an EC key on P-256: ES256 is defined for that curve only.
+    static func requireP256(_ pointer: OpaquePointer, _ operation: String) throws(CryptoError) -> OwnedPKey {
+        let key = OwnedPKey(pointer)
+        guard EVP_PKEY_get_base_id(pointer) == EVP_PKEY_EC else { throw CryptoError(operation, "not an EC key") }
+        var name = [CChar](repeating: 0, count: 64)
+        var length = 0
+        guard EVP_PKEY_get_group_name(pointer, &name, name.count, &length) == 1 else {
+            throw CryptoError.openSSL(operation)
+        }
+        let group = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard group == "prime256v1" || group == "P-256" else { throw CryptoError(operation, "EC key is not on P-256") }
+        return key
+    }
+
+    /// SubjectPublicKeyInfo DER of the key's public half.
+    func spkiDER() -> [UInt8]? {
+        derBytes { i2d_PUBKEY(pointer, $0) }
+    }
+}
+
+/// A P-256 public key that checks ES256 signatures (JWS) and DER ECDSA signatures (legacy offers).
+public final class P256PublicKey: @unchecked Sendable {
+    let key: OwnedPKey
+
+    /// - Parameter spkiDER: a DER `SubjectPublicKeyInfo` holding a P-256 key.
+    public init(spkiDER: [UInt8]) throws(CryptoError) {
+        let parsed: OpaquePointer? = spkiDER.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        guard let parsed else { throw CryptoError.openSSL("public key") }
+        key = try OwnedPKey.requireP256(parsed, "public key")
+    }
+
+    /// The subject public key of a certificate.
+    public convenience init(certificate: X509Certificate) throws(CryptoError) {
+        guard let borrowed = X509_get0_pubkey(certificate.pointer), let der = derBytes({ i2d_PUBKEY(borrowed, $0) }) else {
+            throw CryptoError.openSSL("certificate public key")
+        }
+        try self.init(spkiDER: der)
+    }
+
+    /// DER `SubjectPublicKeyInfo`.
+    public var spkiDER: [UInt8] { key.spkiDER() ?? [] }
+
+    /// Checks an ES256 signature: `signature` is raw r‖s (exactly 64 bytes; any other length is
+    /// refused), `message` the signed bytes (hashed here with SHA-256).
+    public func isValidES256Signature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
+        signature.withUnsafeBytes { sig in message.withUnsafeBytes { isValidES256Signature(sig, for: $0) } }
+    }
+
+    /// Checks a DER-encoded ECDSA-with-SHA-256 signature over `message`.
+    public func isValidDERSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
+        let digest = message.withUnsafeBytes { SHA256Hash.digest($0) }
+        return signature.withUnsafeBytes { isValidDERSignature($0, digest: digest) }
+    }
+
+    func isValidES256Signature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
+        guard signature.count == es256SignatureByteCount else { return false }
+        // DER of two integers of at most 33 bytes each: 2 + 2 × (2 + 33) = 72 bytes.
+        var der = [UInt8](repeating: 0, count: 80)
+        let derCount = der.withUnsafeMutableBufferPointer { Self.rawToDER(signature, into: $0) }
+        guard derCount > 0 else { return false }
+        let digest = SHA256Hash.digest(message)
+        return der.withUnsafeBytes { isValidDERSignature(UnsafeRawBufferPointer(rebasing: $0[0..<derCount]), digest: digest) }
+    }
+
+    func isValidDERSignature(_ signature: UnsafeRawBufferPointer, digest: [UInt8]) -> Bool {
+        guard let context = contexts.take(for: key) else {
+            ERR_clear_error()
+            return false
+        }
+        let result = EVP_PKEY_verify(
+            context.pointer, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count, digest, digest.count)
+        if result >= 0 {
+            contexts.give(back: context)
+        } else {
+            EVP_PKEY_CTX_free(context.pointer)
+        }
+        if result != 1 { ERR_clear_error() }
+        return result == 1
+    }
+
+    /// Verification contexts ready for this key: creating and initialising one costs about a tenth of
+    /// a verification in OpenSSL 3, so they are reused. Each is used by one thread at a time.
+    private let contexts = VerifyContextPool()
+
+    /// Converts raw r‖s into a DER `ECDSA-Sig-Value` with BN_bin2bn / ECDSA_SIG_set0 / i2d_ECDSA_SIG.
+    /// Returns the number of bytes written, or 0.
+    static func rawToDER(_ raw: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        let half = es256SignatureByteCount / 2
+        guard raw.count == es256SignatureByteCount, let sig = ECDSA_SIG_new() else { return 0 }
+        defer { ECDSA_SIG_free(sig) }
+        let bytes = raw.bindMemory(to: UInt8.self)
+        guard let r = BN_bin2bn(bytes.baseAddress, Int32(half), nil) else { return 0 }
+        guard let s = BN_bin2bn(bytes.baseAddress! + half, Int32(half), nil) else {
+            BN_free(r)
+            return 0
+        }
+        guard ECDSA_SIG_set0(sig, r, s) == 1 else {  // set0 takes ownership only on success
+            BN_free(r)
+            BN_free(s)
+            return 0
+        }
+        let length = i2d_ECDSA_SIG(sig, nil)
+        guard length > 0, Int(length) <= out.count else { return 0 }
+        var cursor: UnsafeMutablePointer<UInt8>? = out.baseAddress  // i2d advances this copy
+        return Int(i2d_ECDSA_SIG(sig, &cursor))
+    }
+}
+
+/// A small stack of `EVP_PKEY_CTX`s initialised for verification with one key.
+final class VerifyContextPool: Sendable {
+    struct Context: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// Contexts kept between uses; more are created under contention and freed when returned to a full pool.
+    static let contextsMax = 8
+    private let idle = Mutex<[Context]>([])
+
+    deinit {
+        idle.withLock { contexts in
+            for context in contexts { EVP_PKEY_CTX_free(context.pointer) }
+            contexts.removeAll()
+        }
+    }
+
+    func take(for key: OwnedPKey) -> Context? {
+        if let context = idle.withLock({ $0.popLast() }) { return context }
+        guard let pointer = EVP_PKEY_CTX_new_from_pkey(nil, key.pointer, nil) else { return nil }
+        guard EVP_PKEY_verify_init(pointer) == 1 else {
+            EVP_PKEY_CTX_free(pointer)
+            return nil
+        }
+        return Context(pointer: pointer)
+    }
+
+    func give(back context: Context) {
+        let kept = idle.withLock { contexts -> Bool in
+            guard contexts.count < Self.contextsMax else { return false }
+            contexts.append(context)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context.pointer) }
+    }
+}
+
+/// A P-256 private key: App Store `.p8` keys, the simulator's signing CA, test keys.
+public final class P256PrivateKey: @unchecked Sendable {
+    let key: OwnedPKey
+    /// The matching public key.
+    public let publicKey: P256PublicKey
+
+    /// A new random key.
+    public init() throws(CryptoError) {
+        guard let generated = kakin_EVP_EC_gen_P256() else { throw CryptoError.openSSL("generate P-256 key") }
+        key = OwnedPKey(generated)
+        publicKey = try Self.publicHalf(of: key)
+    }
+
+    /// Loads an unencrypted PKCS#8 PEM key (`-----BEGIN PRIVATE KEY-----`), as in App Store Connect's
+    /// `.p8` files.
+    public init(pemPKCS8 pem: String) throws(CryptoError) {
+        let bytes = Array(pem.utf8)
+        let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        }
+        guard let parsed else { throw CryptoError.openSSL("load PKCS#8 private key") }
+        key = try OwnedPKey.requireP256(parsed, "load PKCS#8 private key")
+        publicKey = try Self.publicHalf(of: key)
+    }
+
+    private static func publicHalf(of key: OwnedPKey) throws(CryptoError) -> P256PublicKey {
+        guard let der = key.spkiDER() else { throw CryptoError.openSSL("public key of private key") }
+        return try P256PublicKey(spkiDER: der)
+    }
+
+    /// Unencrypted PKCS#8 PEM, the `.p8` format.
+    public func pemPKCS8() throws(CryptoError) -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError.openSSL("export private key") }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PKCS8PrivateKey(bio, key.pointer, nil, nil, 0, nil, nil) == 1 else {
+            throw CryptoError.openSSL("export private key")
+        }
+        return String(decoding: memoryBIOContents(bio), as: UTF8.self)
+    }
+
+    /// ECDSA P-256 with SHA-256, DER-encoded (legacy promotional-offer signatures).
+    public func signDER(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try message.withUnsafeBytes { buffer in Result { () throws(CryptoError) in try signDER(buffer) } }.get()
+    }
+
+    /// ES256: ECDSA P-256 with SHA-256 as raw r‖s (64 bytes), the JWS form.
+    public func signES256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        let der = try signDER(message)
+        let sig: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
+        }
+        guard let sig else { throw CryptoError.openSSL("ES256 signature") }
+        defer { ECDSA_SIG_free(sig) }
+        var r: OpaquePointer? = nil
+        var s: OpaquePointer? = nil
+        ECDSA_SIG_get0(sig, &r, &s)  // borrowed
+        let half = es256SignatureByteCount / 2
+        var raw = [UInt8](repeating: 0, count: es256SignatureByteCount)
+        let ok = raw.withUnsafeMutableBufferPointer { out in
+            BN_bn2binpad(r, out.baseAddress, Int32(half)) == half
+                && BN_bn2binpad(s, out.baseAddress! + half, Int32(half)) == half
+        }
+        guard ok else { throw CryptoError.openSSL("ES256 signature") }
+        return raw
+    }
+
+    func signDER(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("sign") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key.pointer) == 1 else { throw CryptoError.openSSL("sign") }
+        let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, input, message.count) == 1 else { throw CryptoError.openSSL("sign") }
+        var out = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &out, &length, input, message.count) == 1 else { throw CryptoError.openSSL("sign") }
+        return Array(out.prefix(length))
+    }
+}

@@ -1,0 +1,45 @@
+/// Limits and sizing of an ``HTTPServer``. Every value is bounded; ``HTTPServer/start()``
+/// rejects values out of range.
+public struct HTTPServerConfiguration: Sendable {
+    /// An IPv4 or IPv6 literal to bind; "localhost" means 127.0.0.1.
+    public var host = "127.0.0.1"
+    /// 0 binds an ephemeral port; read the bound one from ``HTTPServer/port`` after start.
+    public var port = 8080
+    /// Larger bodies are refused with `bodyTooLarge`: at once when `Content-Length` says so
+    /// (the body is never read), otherwise as soon as a chunked body crosses the limit.
+    public var bodyBytesMax = 1 << 20
+    /// Per-connection memory for the request line and headers; libmicrohttpd answers 431 (or
+    /// 414 for a long URI) by itself when they don't fit. Bounds query strings too.
+    public var headerBytesMax = 16 * 1024
+    /// Open connections at once, idle keep-alive ones included.
+    public var connectionsMax = 1024
+    /// A connection silent this long (while reading or writing) is closed.
+    public var idleTimeoutSeconds = 30
+    /// Deadline for a handler; later, the client gets `requestTimeout` and the late result is dropped.
+    public var requestTimeoutSeconds = 30
+    /// libmicrohttpd I/O threads (epoll each). Handlers run on Swift's pool, not on these.
+    public var threadCount = 4
+
+    public init(host: String = "127.0.0.1", port: Int = 8080) {
+        self.host = host
+        self.port = port
+    }
+
+    /// The first problem with these values, if any.
+    func validationProblem() -> String? {
+        if !(0...65_535).contains(port) { return "port \(port) is outside 0...65535" }
+        if !(1...(1 << 30)).contains(bodyBytesMax) { return "bodyBytesMax \(bodyBytesMax) is outside 1...\(1 << 30)" }
+        if !(4 * 1024...(1 << 20)).contains(headerBytesMax) {
+            return "headerBytesMax \(headerBytesMax) is outside 4096...\(1 << 20)"
+        }
+        if !(1...65_536).contains(connectionsMax) { return "connectionsMax \(connectionsMax) is outside 1...65536" }
+        if !(1...86_400).contains(idleTimeoutSeconds) {
+            return "idleTimeoutSeconds \(idleTimeoutSeconds) is outside 1...86400"
+        }
+        if !(1...86_400).contains(requestTimeoutSeconds) {
+            return "requestTimeoutSeconds \(requestTimeoutSeconds) is outside 1...86400"
+        }
+        if !(1...256).contains(threadCount) { return "threadCount \(threadCount) is outside 1...256" }
+        return nil
+    }
+}

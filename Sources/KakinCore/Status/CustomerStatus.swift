@@ -1,0 +1,109 @@
+/// The contract's customer `status`, counting entitlements only (consumables never count).
+public enum CustomerState: String, Sendable, CaseIterable, Hashable {
+    /// Never had a subscription, non-consumable or non-renewing purchase (refunded ones included).
+    case new
+    /// At least one entitlement now: `subscribed` or `inGracePeriod`, a non-consumable owned, a pass unexpired.
+    case active
+    /// Had one, none active now: expired, refunded or revoked, family sharing removed, or in billing retry.
+    case inactive
+}
+
+/// A non-consumable the customer owns.
+public struct NonConsumableOwnership: Sendable, Hashable {
+    public var productId: String
+    /// The earliest purchase still standing: a `purchased` copy when there is one, else a family-shared one.
+    public var transactionId: String
+    public var ownership: InAppOwnershipType
+
+    public init(productId: String, transactionId: String, ownership: InAppOwnershipType) {
+        self.productId = productId
+        self.transactionId = transactionId
+        self.ownership = ownership
+    }
+
+    public var json: JSONValue {
+        ["productId": .string(productId), "transactionId": .string(transactionId), "ownership": .string(ownership.contractName)]
+    }
+}
+
+/// A non-renewing subscription product: Apple sends no expiry, so each purchase lasts the catalog's
+/// `durationDays` from its `purchaseDate`.
+public struct NonRenewingStatus: Sendable, Hashable {
+    public var productId: String
+    /// The latest end over non-revoked purchases; nil when the catalog has no length for the product.
+    public var expiresAtMs: Int64?
+    public var active: Bool
+
+    public init(productId: String, expiresAtMs: Int64?, active: Bool) {
+        self.productId = productId
+        self.expiresAtMs = expiresAtMs
+        self.active = active
+    }
+
+    public var json: JSONValue {
+        ["productId": .string(productId), "expiresAt": Timestamp.rfc3339(expiresAtMs), "active": .bool(active)]
+    }
+}
+
+/// Something the app may want to tell the user before they act (mission item 15). Derived from the status and
+/// the catalog; not part of the contract's status body.
+public struct StatusNotice: Sendable, Hashable {
+    public enum Kind: String, Sendable, CaseIterable, Hashable {
+        /// An offer is pending for the next renewal: redeeming another offer replaces it (offers never stack).
+        case pendingOfferWouldBeReplaced
+        /// The current period is free (trial or free offer): switching now to one of `productIds` (upgrade, or
+        /// crossgrade of the same duration, both immediate) discards the rest of it.
+        case immediateChangeDiscardsFreePeriod
+        /// The current period is paid: switching now to one of `productIds` ends it early with a prorated refund.
+        case immediateChangeRefundsProrated
+    }
+
+    public var kind: Kind
+    public var originalTransactionId: String
+    /// For the immediate-change kinds, the products that would trigger it, sorted.
+    public var productIds: [String]
+
+    public init(kind: Kind, originalTransactionId: String, productIds: [String]) {
+        self.kind = kind
+        self.originalTransactionId = originalTransactionId
+        self.productIds = productIds
+    }
+
+    public var json: JSONValue {
+        ["kind": .string(kind.rawValue), "originalTransactionId": .string(originalTransactionId),
+         "productIds": .array(productIds.map { .string($0) })]
+    }
+}
+
+/// Everything `GET /v1/customers/{customerId}` answers, typed. Built by `StatusEngine.evaluate`.
+public struct CustomerStatus: Sendable, Hashable {
+    public var status: CustomerState
+    /// One per subscription instance, sorted by group, then `originalTransactionId`.
+    public var subscriptions: [SubscriptionStatus]
+    /// Sorted by product.
+    public var nonConsumables: [NonConsumableOwnership]
+    /// Sorted by product.
+    public var nonRenewing: [NonRenewingStatus]
+    /// Group → whether an introductory offer would really apply (never had one there, nothing active there).
+    public var introductoryOfferEligibility: [String: Bool]
+    /// Sorted by instance, then kind.
+    public var notices: [StatusNotice]
+
+    /// The contract's body.
+    /// - Parameters:
+    ///   - customerId: the path's customer.
+    ///   - appAccountToken: the customer's token, or nil (written as null).
+    ///   - wallet: the coin balance, read from the ledger by the caller.
+    public func json(customerId: String, appAccountToken: String?, wallet: WalletBalance) -> JSONValue {
+        [
+            "customerId": .string(customerId),
+            "appAccountToken": .string(appAccountToken),
+            "status": .string(status.rawValue),
+            "subscriptions": .array(subscriptions.map(\.json)),
+            "nonConsumables": .array(nonConsumables.map(\.json)),
+            "nonRenewing": .array(nonRenewing.map(\.json)),
+            "wallet": wallet.json,
+            "eligibility": ["introductoryOffer": .object(introductoryOfferEligibility.mapValues { .bool($0) })],
+        ]
+    }
+}

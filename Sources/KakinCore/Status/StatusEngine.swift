@@ -1,0 +1,149 @@
+// The subscription and customer status engine: from a customer's stored App Store transactions and renewal
+// infos, it computes what `GET /v1/customers/{customerId}` answers (new / active / inactive, each subscription
+// instance's state, owned non-consumables, non-renewing passes, real introductory-offer eligibility).
+//
+// It lives in the pure core because it must be exactly right and provably so: no I/O, no clock (the caller
+// passes `nowMs`), and a result that depends only on the SET of signed copies received — never on their
+// arrival order or count — so late, duplicated and reordered notifications can't change the answer. The
+// traps the seed teams fell into are ruled out here: expiry comes from each instance's latest transaction,
+// never from the largest `expiresDate` in history (seed 003); only one pending offer exists (renewal info
+// holds one slot); and eligibility counts an active subscription in the group, not only past offers.
+//
+// Files: `CustomerHistory` (deduplication, total orders), `SubscriptionStatus` (per-instance rules),
+// `CustomerStatus` (results and the contract JSON), this file (the customer-level evaluation).
+
+/// Evaluates a customer's purchase history against the catalog at a given time.
+public enum StatusEngine {
+    /// Apple retries a failed renewal for at most 60 days; past that an instance is expired even if the
+    /// EXPIRED notification never arrived.
+    public static let billingRetryDurationMaxMs: Int64 = 60 * dayMs
+    static let dayMs: Int64 = 86_400_000
+
+    /// The customer's status.
+    /// - Parameters:
+    ///   - history: every stored transaction and renewal info copy, duplicates and any order allowed.
+    ///   - catalog: product kinds, groups, levels, periods and non-renewing lengths.
+    ///   - nowMs: the injected clock, milliseconds since the UNIX epoch.
+    public static func evaluate(_ history: CustomerHistory, catalog: Catalog, nowMs: Int64) -> CustomerStatus {
+        let h = history.deduplicated()
+        let groups = GroupResolver(catalog: catalog, transactions: h.transactions)
+        func kind(_ t: TransactionPayload) -> ProductKind? { ProductKind(appleType: t.type) ?? catalog[t.productId]?.kind }
+
+        // Auto-renewable subscriptions, one status per instance.
+        let subscriptionTransactions = h.transactions.filter { kind($0) == .autoRenewable }
+        let renewals = Dictionary(h.renewalInfos.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
+        var subscriptions: [SubscriptionStatus] = []
+        var notices: [StatusNotice] = []
+        for (originalId, transactions) in Dictionary(grouping: subscriptionTransactions, by: \.originalTransactionId) {
+            let latest = transactions.max(by: StatusOrder.purchasedBefore)!
+            let groupId = groups.group(of: latest)
+                ?? transactions.sorted(by: StatusOrder.purchasedBefore).reversed().lazy.compactMap(groups.group(of:)).first
+            var takeoverMs: Int64?
+            if latest.isUpgraded, let groupId {
+                takeoverMs = subscriptionTransactions.lazy
+                    .filter { $0.originalTransactionId != originalId && groups.group(of: $0) == groupId && $0.purchaseDate >= latest.purchaseDate }
+                    .map(\.purchaseDate).min()
+            }
+            let status = SubscriptionStatus.evaluate(
+                transactions: transactions, renewalInfo: renewals[originalId], groupId: groupId,
+                takeoverMs: takeoverMs, nowMs: nowMs)
+            subscriptions.append(status)
+            notices += changeNotices(status, latest: latest, catalog: catalog)
+        }
+        subscriptions.sort { a, b in
+            switch (a.groupId, b.groupId) {
+            case let (x?, y?) where x != y: return x < y
+            case (nil, _?): return true
+            case (_?, nil): return false
+            default: return StatusOrder.idLess(a.originalTransactionId, b.originalTransactionId)
+            }
+        }
+        notices.sort { a, b in
+            if a.originalTransactionId != b.originalTransactionId { return StatusOrder.idLess(a.originalTransactionId, b.originalTransactionId) }
+            return a.kind.rawValue < b.kind.rawValue
+        }
+
+        // Non-consumables: owned while any purchase stands; a purchased copy is reported before a shared one.
+        var nonConsumables: [NonConsumableOwnership] = []
+        let ownedCopies = h.transactions.filter { kind($0) == .nonConsumable && !$0.isRevoked }
+        for (productId, copies) in Dictionary(grouping: ownedCopies, by: \.productId) {
+            let purchased = copies.filter { $0.inAppOwnershipType != .familyShared }
+            let first = (purchased.isEmpty ? copies : purchased).min(by: StatusOrder.purchasedBefore)!
+            nonConsumables.append(NonConsumableOwnership(productId: productId, transactionId: first.transactionId, ownership: first.inAppOwnershipType))
+        }
+        nonConsumables.sort { $0.productId < $1.productId }
+
+        // Non-renewing: each standing purchase lasts the catalog's length; the latest end counts (no stacking).
+        var nonRenewing: [NonRenewingStatus] = []
+        let passes = h.transactions.filter { kind($0) == .nonRenewing && !$0.isRevoked }
+        for (productId, purchases) in Dictionary(grouping: passes, by: \.productId) {
+            let lengthMs = catalog[productId]?.durationDays.map { Int64($0) * dayMs }
+            let expiresAtMs = lengthMs.map { length in purchases.map { $0.purchaseDate + length }.max()! }
+            nonRenewing.append(NonRenewingStatus(productId: productId, expiresAtMs: expiresAtMs, active: expiresAtMs.map { nowMs < $0 } ?? false))
+        }
+        nonRenewing.sort { $0.productId < $1.productId }
+
+        // Introductory offers: one per group per account, and unusable while subscribed in the group.
+        let introGroups = Set(subscriptionTransactions.filter { $0.offerType == .introductory }.compactMap(groups.group(of:)))
+        let entitledGroups = Set(subscriptions.filter { $0.state.isEntitled }.compactMap(\.groupId))
+        var eligibility: [String: Bool] = [:]
+        for group in Set(catalog.groupIds).union(subscriptions.compactMap(\.groupId)) {
+            eligibility[group] = !introGroups.contains(group) && !entitledGroups.contains(group)
+        }
+
+        let hadEntitlement = h.transactions.contains { kind($0).map { $0 != .consumable } ?? false }
+        let isActive = subscriptions.contains { $0.state.isEntitled } || !nonConsumables.isEmpty || nonRenewing.contains(where: \.active)
+        return CustomerStatus(
+            status: isActive ? .active : (hadEntitlement ? .inactive : .new),
+            subscriptions: subscriptions, nonConsumables: nonConsumables, nonRenewing: nonRenewing,
+            introductoryOfferEligibility: eligibility, notices: notices)
+    }
+
+    /// What changing plan or redeeming an offer now would cost a subscriber who bought the subscription
+    /// (family members can't change it). Seed 003: a pending offer is replaced by the next one; an upgrade, or
+    /// a crossgrade to the same duration, is immediate — discarding a free period, refunding a paid one pro rata.
+    static func changeNotices(_ status: SubscriptionStatus, latest: TransactionPayload, catalog: Catalog) -> [StatusNotice] {
+        guard status.state == .subscribed, status.ownership != .familyShared else { return [] }
+        var notices: [StatusNotice] = []
+        if status.pendingOffer != nil {
+            notices.append(StatusNotice(kind: .pendingOfferWouldBeReplaced, originalTransactionId: status.originalTransactionId, productIds: []))
+        }
+        if let current = catalog[status.productId], let groupId = current.groupId {
+            let immediate = catalog.products(inGroup: groupId).filter {
+                $0.productId != current.productId && $0.kind == .autoRenewable
+                    && ($0.level < current.level || ($0.level == current.level && $0.period == current.period))
+            }
+            if !immediate.isEmpty {
+                let free = latest.offerDiscountType == .freeTrial || (latest.offerType != nil && latest.price == 0)
+                notices.append(StatusNotice(
+                    kind: free ? .immediateChangeDiscardsFreePeriod : .immediateChangeRefundsProrated,
+                    originalTransactionId: status.originalTransactionId, productIds: immediate.map(\.productId)))
+            }
+        }
+        return notices
+    }
+}
+
+/// One name per subscription group. The catalog's `groupId` is what the app asks eligibility for, and a
+/// `.storekit` or JSON catalog may name a group differently from Apple's numeric `subscriptionGroupIdentifier`;
+/// keying by both would report a group twice and its eligibility wrongly. So a known product's catalog group
+/// wins, Apple's id of that group maps to the catalog's name for products the catalog no longer lists, and
+/// otherwise Apple's id is used as is.
+struct GroupResolver {
+    let catalog: Catalog
+    private var catalogNameOfAppleGroup: [String: String] = [:]
+
+    init(catalog: Catalog, transactions: [TransactionPayload]) {
+        self.catalog = catalog
+        for t in transactions {
+            guard let apple = t.subscriptionGroupIdentifier, let named = catalog[t.productId]?.groupId, apple != named else { continue }
+            // Several names for one Apple group means a misconfigured catalog: pick one deterministically.
+            catalogNameOfAppleGroup[apple] = min(catalogNameOfAppleGroup[apple] ?? named, named)
+        }
+    }
+
+    func group(of t: TransactionPayload) -> String? {
+        if let named = catalog[t.productId]?.groupId { return named }
+        return t.subscriptionGroupIdentifier.map { catalogNameOfAppleGroup[$0] ?? $0 }
+    }
+}

@@ -1,0 +1,237 @@
+import AppStoreSecurity
+import Dispatch
+import Foundation
+import HTTPServer
+import KakinCore
+import KakinStorage
+
+/// A running Kakin: the database, the app, the HTTP server and its background workers, stopped together.
+public final class KakinRuntime: Sendable {
+    public struct Options: Sendable {
+        public var configuration: Configuration
+        /// Trusted roots used when the configuration names none (nil = Apple Root CA - G3).
+        public var defaultRootsDER: [[UInt8]]?
+        public var clock: any Clock
+        public var logger: Logger
+        public var http: HTTPServerConfiguration
+        public var extraRoutes: @Sendable (inout Router) -> Void
+
+        public init(configuration: Configuration, defaultRootsDER: [[UInt8]]? = nil, clock: any Clock = SystemClock(),
+                    logger: Logger = Logger(), extraRoutes: @escaping @Sendable (inout Router) -> Void = { _ in }) {
+            self.configuration = configuration
+            self.defaultRootsDER = defaultRootsDER
+            self.clock = clock
+            self.logger = logger
+            var http = HTTPServerConfiguration()
+            http.host = configuration.host
+            http.port = configuration.port
+            self.http = http
+            self.extraRoutes = extraRoutes
+        }
+    }
+
+    public let app: KakinApp
+    public let server: HTTPServer
+    public let database: any SQLDatabase
+
+    public var port: Int { server.port }
+
+    init(app: KakinApp, server: HTTPServer, database: any SQLDatabase) {
+        self.app = app
+        self.server = server
+        self.database = database
+    }
+
+    /// Opens the database (migrating it), builds the verifier and the app, and starts listening.
+    public static func start(_ options: Options) async throws -> KakinRuntime {
+        let config = options.configuration
+        if config.auth == nil, !Configuration.isLoopback(config.host) {
+            throw KakinError(.invalidConfiguration, "Refusing to listen on \(config.host) without auth: configure auth or bind a loopback address.")
+        }
+        let database = try openDatabase(config.database)
+        let store = KakinStore(database: database, ids: RandomIDGenerator(clock: options.clock), clock: options.clock)
+        try await store.migrate()
+        let roots = config.trustedRootsDER ?? options.defaultRootsDER ?? [AppleRootCertificates.appleRootCAG3]
+        let verifier = try SignedDataVerifier(
+            trustedRoots: roots,
+            apps: config.apps.map { AppIdentity(bundleId: $0.bundleId, appAppleId: $0.appAppleId, environments: $0.environments) },
+            clock: { [clock = options.clock] in clock.nowMs() })
+        let app = KakinApp(store: store, verifier: verifier,
+                           settings: .init(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth),
+                           clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
+        let server = HTTPServer(configuration: options.http, handler: { [app] req in await app.handle(req) },
+                                rejectionResponder: { rejection, requestId in KakinApp.rejection(rejection, requestId: requestId) })
+        do {
+            try server.start()
+        } catch {
+            await database.close()
+            throw error
+        }
+        return KakinRuntime(app: app, server: server, database: database)
+    }
+
+    static func openDatabase(_ location: Configuration.Database) throws -> any SQLDatabase {
+        switch location {
+        case .sqlite(let path):
+            return try SQLiteDatabase(path: path)
+        case .postgresql:
+            throw KakinError(.invalidConfiguration, "PostgreSQL is not supported by this build yet; use sqlite:PATH.")
+        }
+    }
+
+    /// Graceful stop: finish in-flight requests, then close the database.
+    public func shutdown(gracePeriodSeconds: Double = 10) async {
+        await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
+        await database.close()
+    }
+}
+
+/// Waits for SIGINT or SIGTERM (graceful shutdown of long-running commands).
+public enum Signals {
+    public static func waitForTermination() async -> Int32 {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let queue = DispatchQueue(label: "kakin.signals")
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            let once = OnceFlag()
+            var sources: [DispatchSourceSignal] = []
+            for sig in [SIGINT, SIGTERM] {
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+                source.setEventHandler {
+                    if once.claim() { continuation.resume(returning: sig) }
+                }
+                source.resume()
+                sources.append(source)
+            }
+            SignalSources.keep(sources)
+        }
+    }
+}
+
+/// Keeps signal sources alive for the process lifetime.
+enum SignalSources {
+    nonisolated(unsafe) static var retained: [DispatchSourceSignal] = []
+    static func keep(_ s: [DispatchSourceSignal]) { retained.append(contentsOf: s) }
+}
+
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func claim() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if done { return false }
+        done = true
+        return true
+    }
+}
+
+enum ServeCommand {
+    static let usage = """
+        usage: kakin serve [--config kakin.json] [--host H] [--port N] [--database sqlite:PATH]
+          With no --config: local mode — SQLite, the demo catalog, the App Store simulator under /simulator/,
+          its CA trusted, loopback only, no credentials.
+        """
+
+    static func run(arguments: [String]) async -> Int32 {
+        let args: ParsedArguments
+        do {
+            args = try ParsedArguments(arguments, valued: ["config", "host", "port", "database"])
+            guard args.positionals.isEmpty else { throw ParsedArguments.UsageError(description: "unexpected argument \(args.positionals[0])") }
+        } catch {
+            Console.err("kakin serve: \(error)")
+            return 2
+        }
+        if args.wantsHelp {
+            Console.out(usage)
+            return 0
+        }
+        var config: Configuration
+        let port: Int?
+        do {
+            port = try args.int("port", range: 0...65535)
+        } catch {
+            Console.err("kakin serve: \(error)")
+            return 2
+        }
+        do {
+            if let path = args.last("config") {
+                config = try Configuration.load(path: path)
+            } else {
+                config = LocalMode.configuration()
+            }
+            if let host = args.last("host") { config.host = host }
+            if let port { config.port = port }
+            if let db = args.last("database") { config.database = try Configuration.Database.parse(db, relativeTo: nil) }
+        } catch {
+            Console.err("kakin serve: invalid configuration: \(error)")
+            return 2
+        }
+        let local = !args.has("config")
+        let logger = Logger()
+        do {
+            let runtime: KakinRuntime
+            var localMode: LocalMode?
+            if local {
+                let lm = try LocalMode(configuration: config, logger: logger)
+                runtime = try await KakinRuntime.start(lm.runtimeOptions())
+                try await lm.attach(to: runtime)
+                localMode = lm
+            } else {
+                runtime = try await KakinRuntime.start(KakinRuntime.Options(configuration: config, logger: logger))
+            }
+            logger.info("kakin listening", ["http.url": .string("http://\(config.host):\(runtime.port)"), "mode": .string(local ? "local" : "config")])
+            if let localMode { Console.out(localMode.banner(port: runtime.port)) }
+            let sig = await Signals.waitForTermination()
+            logger.info("shutting down", ["signal": .int(Int64(sig))])
+            await localMode?.stop()
+            await runtime.shutdown()
+            return 0
+        } catch let error as KakinError {
+            Console.err("kakin serve: \(error.message)" + (error.detail.map { " (\($0))" } ?? ""))
+            return error.kind == .invalidConfiguration ? 2 : 1
+        } catch {
+            Console.err("kakin serve: \(error)")
+            return 1
+        }
+    }
+}
+
+enum LedgerCommand {
+    static func run(arguments: [String]) async -> Int32 {
+        let usage = "usage: kakin ledger check [--config kakin.json] [--database sqlite:PATH]   (exit 0 consistent, 1 not)"
+        let args: ParsedArguments
+        do {
+            args = try ParsedArguments(arguments, valued: ["config", "database"])
+        } catch {
+            Console.err("kakin ledger: \(error)")
+            return 2
+        }
+        if args.wantsHelp {
+            Console.out(usage)
+            return 0
+        }
+        guard args.positionals == ["check"] else {
+            Console.err(usage)
+            return 2
+        }
+        do {
+            var location = Configuration.Database.sqlite(path: "kakin.db")
+            if let path = args.last("config") { location = try Configuration.load(path: path).database }
+            if let db = args.last("database") { location = try Configuration.Database.parse(db, relativeTo: nil) }
+            let database = try KakinRuntime.openDatabase(location)
+            let store = KakinStore(database: database, ids: RandomIDGenerator(), clock: SystemClock())
+            try await store.migrate()
+            let report = try await store.checkLedger()
+            await database.close()
+            Console.out(report.json.prettyString())
+            return report.ok ? 0 : 1
+        } catch let error as ConfigurationError {
+            Console.err("kakin ledger: invalid configuration: \(error)")
+            return 2
+        } catch {
+            Console.err("kakin ledger: \(error)")
+            return 1
+        }
+    }
+}

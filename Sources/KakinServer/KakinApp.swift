@@ -1,0 +1,101 @@
+import AppStoreSecurity
+import HTTPServer
+import KakinCore
+import KakinStorage
+import Synchronization
+
+/// The composition of Kakin's HTTP API: each route validates its input, calls the pure core and the
+/// store, and maps `KakinError` to the contract's error body. Knows every piece; no piece knows it.
+public final class KakinApp: Sendable {
+    public struct Settings: Sendable {
+        public var apps: [Configuration.App]
+        public var wallet: WalletPolicy
+        public var transferPolicy: TransferPolicy
+        public var auth: Configuration.Auth?
+
+        public init(apps: [Configuration.App], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
+                    auth: Configuration.Auth? = nil) {
+            self.apps = apps
+            self.wallet = wallet
+            self.transferPolicy = transferPolicy
+            self.auth = auth
+        }
+    }
+
+    public let store: KakinStore
+    public let verifier: SignedDataVerifier
+    public let clock: any Clock
+    public let logger: Logger
+    public let metrics = Metrics()
+    let settings: Settings
+    let appsByBundle: [String: Configuration.App]
+    /// Every group of every app's catalog, for eligibility answers.
+    let mergedCatalog: Catalog
+    let authenticator: Authenticator
+    /// Built once at the end of init (its handlers capture the app, so it can't be a plain `let`).
+    private let router = Mutex(Router())
+
+    public init(store: KakinStore, verifier: SignedDataVerifier, settings: Settings, clock: any Clock, logger: Logger,
+                extraRoutes: @escaping @Sendable (inout Router) -> Void = { _ in }) {
+        self.store = store
+        self.verifier = verifier
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        self.appsByBundle = Dictionary(settings.apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { a, _ in a })
+        var merged = Catalog()
+        for app in settings.apps { for p in app.catalog.sortedProducts { merged.upsert(p) } }
+        self.mergedCatalog = merged
+        self.authenticator = Authenticator(auth: settings.auth, clock: clock)
+        var r = Router()
+        registerRoutes(&r)
+        extraRoutes(&r)
+        router.withLock { $0 = r }
+    }
+
+    /// The handler to give the HTTP server.
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let routes = router.withLock { $0 }
+        let response = await routes.handle(request, notFound: { req in
+            HTTPResponse.error(KakinError(.routeNotFound), requestId: req.requestId)
+        }, methodNotAllowed: { req, allowed in
+            HTTPResponse.error(KakinError(.methodNotAllowed, detail: allowed.joined(separator: ", ")), requestId: req.requestId)
+        })
+        metrics.count(status: response.status)
+        return response
+    }
+
+    /// Answers the HTTP server's own refusals (body too large, timeouts, shutdown) with the contract's body.
+    public static func rejection(_ rejection: HTTPServerRejection, requestId: String) -> HTTPResponse {
+        switch rejection {
+        case .bodyTooLarge(let limit):
+            return .error(KakinError(.bodyTooLarge, "The request body is larger than \(limit) bytes."), requestId: requestId)
+        case .requestTimeout:
+            return .error(KakinError(.requestTimeout), requestId: requestId)
+        case .serviceUnavailable:
+            return .error(KakinError(.serviceUnavailable), requestId: requestId)
+        case .badRequest:
+            return .error(KakinError(.invalidField, "The request line or path is malformed."), requestId: requestId)
+        }
+    }
+
+    /// Wraps a route body: errors become the contract's error body, and are logged with their ID.
+    func run(_ request: HTTPRequest, _ body: () async throws(KakinError) -> HTTPResponse) async -> HTTPResponse {
+        do {
+            return try await body()
+        } catch {
+            log(error, request: request)
+            return .error(error, requestId: request.requestId)
+        }
+    }
+
+    func log(_ error: KakinError, request: HTTPRequest) {
+        let level: Logger.Level = error.httpStatus >= 500 ? .error : .info
+        var md: [String: JSONValue] = ["error.id": .string(error.kind.id), "error.code": .string(error.kind.code),
+                                       "http.method": .string(request.method), "http.path": .string(request.path),
+                                       "request.id": .string(request.requestId)]
+        if let d = error.detail { md["error.detail"] = .string(d) }
+        logger.log(level, error.message, md)
+        metrics.countError(error.kind)
+    }
+}

@@ -1,0 +1,96 @@
+import AppStoreSecurity
+import HTTPServer
+import KakinCore
+import KakinStorage
+
+extension KakinApp {
+    /// `POST /v1/customers/{customerId}/transactions`: verify, credit exactly once, answer 201 the first
+    /// time and 409 `already_processed` (same fields) every later time, so the app can finish the transaction.
+    func postTransaction(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
+        await run(request) { () throws(KakinError) -> HTTPResponse in
+            let customerId = try customerID(params)
+            try authenticator.authorize(request, customerId: customerId, needs: .customer)
+            let body = try request.jsonObject()
+            let processId = try request.header("X-Purchase-Process-Id", lengthMax: RequestLimits.purchaseProcessIdLengthMax)
+            try field { () throws(ConfigurationError) in try body.check(allowedKeys: ["signedTransaction", "transactionId", "appReceipt"]) }
+            let given = ["signedTransaction", "transactionId", "appReceipt"].filter { body.has($0) }
+            guard given.count == 1 else {
+                throw KakinError(.invalidField, "The body must hold exactly one of signedTransaction, transactionId or appReceipt.")
+            }
+            let jws: String
+            if body.has("signedTransaction") {
+                jws = try field { () throws(ConfigurationError) in
+                    try body.boundedString("signedTransaction", lengthMax: RequestLimits.jwsBytesMax)!
+                }
+            } else if body.has("transactionId") {
+                let id = try field { () throws(ConfigurationError) in try body.boundedString("transactionId", lengthMax: 64)! }
+                jws = try await fetchSignedTransaction(id)
+            } else {
+                throw KakinError(.receiptNotSupported)
+            }
+            let transaction = try verifyTransaction(jws)
+            let outcome = try await apply(transaction, jws: jws, customerId: customerId, via: "client", purchaseProcessId: processId)
+            return try await purchaseResponse(outcome, transaction: transaction, customerId: customerId, requestId: request.requestId)
+        }
+    }
+
+    func verifyTransaction(_ jws: String) throws(KakinError) -> TransactionPayload {
+        do {
+            return try verifier.verifyTransaction(jws)
+        } catch {
+            metrics.countVerificationFailure(error.code)
+            throw error.kakinError
+        }
+    }
+
+    /// Applies a verified transaction to a customer (shared by the client, notification and restore paths).
+    func apply(_ transaction: TransactionPayload, jws: String, customerId: String, via: String,
+               purchaseProcessId: String?) async throws(KakinError) -> PurchaseOutcome {
+        guard let product = appsByBundle[transaction.bundleId]?.catalog[transaction.productId] else {
+            throw KakinError(.unknownProduct, "Product \(transaction.productId) is not in this server's catalog.")
+        }
+        let outcome = try await store.applyPurchase(PurchaseApplication(
+            customerId: customerId, transaction: transaction, jws: jws, product: product, via: via,
+            purchaseProcessId: purchaseProcessId, transferPolicy: settings.transferPolicy, walletPolicy: settings.wallet))
+        switch outcome {
+        case .applied: metrics.increment(.purchasesApplied)
+        case .alreadyProcessed: metrics.increment(.purchasesDuplicate)
+        }
+        return outcome
+    }
+
+    func purchaseResponse(_ outcome: PurchaseOutcome, transaction: TransactionPayload, customerId: String,
+                          requestId: String) async throws(KakinError) -> HTTPResponse {
+        let status = try await customerStatusJSON(customerId)
+        switch outcome {
+        case .applied(let applied):
+            return .json(["transaction": transaction.raw, "grant": applied.grant, "customer": status], status: 201)
+        case .alreadyProcessed(let applied):
+            return .error(KakinError(.alreadyProcessed), requestId: requestId,
+                          extra: ["transaction": transaction.raw, "grant": applied.grant, "customer": status])
+        }
+    }
+
+    /// `GET /v1/customers/{customerId}`: the proactive-restore answer.
+    func getCustomer(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
+        await run(request) { () throws(KakinError) -> HTTPResponse in
+            let customerId = try customerID(params)
+            try authenticator.authorize(request, customerId: customerId, needs: .customer)
+            return .json(try await customerStatusJSON(customerId), status: 200)
+        }
+    }
+
+    func customerStatusJSON(_ customerId: String) async throws(KakinError) -> JSONValue {
+        let snapshot = try await store.customerSnapshot(customerId)
+        let history = CustomerHistory(
+            transactions: snapshot.transactionJWS.compactMap { StoredJWS.payload($0).flatMap { try? TransactionPayload(json: $0) } },
+            renewalInfos: snapshot.renewalInfoJWS.compactMap { StoredJWS.payload($0).flatMap { try? RenewalInfoPayload(json: $0) } })
+        let status = StatusEngine.evaluate(history, catalog: mergedCatalog, nowMs: clock.nowMs())
+        return status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
+    }
+
+    /// The `{"transactionId"}` form: fetched from the App Store Server API (configured in issue 4's work).
+    func fetchSignedTransaction(_ transactionId: String) async throws(KakinError) -> String {
+        throw KakinError(.appStoreAPINotConfigured)
+    }
+}

@@ -1,0 +1,31 @@
+import KakinCore
+
+/// Everything the status engine needs about one customer, read on one snapshot.
+public struct CustomerSnapshot: Sendable {
+    public var customer: KakinStore.Customer
+    /// The newest stored copy of each of the customer's transactions (JWS verified when it was stored).
+    public var transactionJWS: [String]
+    /// The newest renewal info of each of the customer's subscriptions.
+    public var renewalInfoJWS: [String]
+    public var wallet: WalletBalance
+}
+
+extension KakinStore {
+    /// Bounds a status read: a customer with more history than this is answered from the newest part.
+    static let historyRowsMax = 10_000
+
+    public func customerSnapshot(_ customerId: String) async throws(KakinError) -> CustomerSnapshot {
+        let customer = try await ensureCustomer(customerId)
+        return try await read { db in
+            let txs = try db.query("SELECT jws FROM transactions WHERE customer_id = ? ORDER BY purchase_date_ms DESC LIMIT ?",
+                                   [.text(customerId), .integer(Int64(Self.historyRowsMax))])
+            let renewals = try db.query("""
+                SELECT r.jws AS jws FROM renewal_infos r JOIN original_links l ON l.original_transaction_id = r.original_transaction_id
+                WHERE l.customer_id = ? LIMIT ?
+                """, [.text(customerId), .integer(Int64(Self.historyRowsMax))])
+            return CustomerSnapshot(customer: customer, transactionJWS: txs.compactMap { $0.string("jws") },
+                                    renewalInfoJWS: renewals.compactMap { $0.string("jws") },
+                                    wallet: try Self.walletBalance(db, customerId))
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import KakinCore
+
+/// Kakin's data, over any `SQLDatabase` (SQLite now; PostgreSQL later runs the same statements).
+/// Every state change happens inside one `write` body, so its idempotency key, its ledger entry and the
+/// balance it moves commit together or not at all.
+public final class KakinStore: Sendable {
+    public let database: any SQLDatabase
+    let ids: any IDGenerator
+    let clock: any Clock
+
+    public init(database: any SQLDatabase, ids: any IDGenerator, clock: any Clock) {
+        self.database = database
+        self.ids = ids
+        self.clock = clock
+    }
+
+    public static var migrations: [SQLMigration] { Schema.migrations }
+
+    public func migrate() async throws(KakinError) {
+        try await storage { try await self.database.migrate(Schema.migrations) }
+    }
+
+    /// Runs a database call, turning storage failures into the catalogue's `storage_unavailable`
+    /// while passing domain errors (`KakinError`) through unchanged.
+    func storage<T>(_ body: () async throws -> T) async throws(KakinError) -> T {
+        do {
+            return try await body()
+        } catch let error as KakinError {
+            throw error
+        } catch {
+            throw KakinError(.storageUnavailable, detail: String(describing: error))
+        }
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (SQLConnection) throws -> T) async throws(KakinError) -> T {
+        try await storage { try await self.database.write(body) }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLConnection) throws -> T) async throws(KakinError) -> T {
+        try await storage { try await self.database.read(body) }
+    }
+
+    // MARK: Customers
+
+    public struct Customer: Sendable, Hashable {
+        public var customerId: String
+        public var appAccountToken: String
+        public var createdAtMs: Int64
+    }
+
+    public func customer(_ customerId: String) async throws(KakinError) -> Customer? {
+        try await read { db in try Self.loadCustomer(db, customerId) }
+    }
+
+    /// The customer, created with a fresh `appAccountToken` on first sight (the app needs the token
+    /// before its first purchase, so reading a customer's status creates it).
+    public func ensureCustomer(_ customerId: String) async throws(KakinError) -> Customer {
+        if let c = try await customer(customerId) { return c }
+        let token = ids.uuid()
+        let now = clock.nowMs()
+        return try await write { db in try Self.ensureCustomer(db, customerId, token: token, nowMs: now) }
+    }
+
+    static func loadCustomer(_ db: SQLConnection, _ customerId: String) throws -> Customer? {
+        guard let row = try db.queryOne(
+            "SELECT customer_id, app_account_token, created_at_ms FROM customers WHERE customer_id = ?", [.text(customerId)])
+        else { return nil }
+        return Customer(customerId: row.string("customer_id") ?? customerId, appAccountToken: row.string("app_account_token") ?? "",
+                        createdAtMs: row.int("created_at_ms") ?? 0)
+    }
+
+    static func ensureCustomer(_ db: SQLConnection, _ customerId: String, token: String, nowMs: Int64) throws -> Customer {
+        if let c = try loadCustomer(db, customerId) { return c }
+        try db.execute("INSERT INTO customers (customer_id, app_account_token, created_at_ms) VALUES (?, ?, ?)",
+                       [.text(customerId), .text(token), .integer(nowMs)])
+        try db.execute("INSERT INTO wallets (customer_id, paid, free, updated_at_ms) VALUES (?, 0, 0, ?)",
+                       [.text(customerId), .integer(nowMs)])
+        return Customer(customerId: customerId, appAccountToken: token, createdAtMs: nowMs)
+    }
+
+    static func customerOwningToken(_ db: SQLConnection, _ token: String) throws -> String? {
+        try db.queryOne("SELECT customer_id FROM customers WHERE app_account_token = ?", [.text(token)])?.string("customer_id")
+    }
+
+    // MARK: Events (the support timeline)
+
+    static func recordEvent(_ db: SQLConnection, customerId: String?, atMs: Int64, kind: String, reference: String?, detail: JSONValue) throws {
+        try db.execute("INSERT INTO events (customer_id, at_ms, kind, reference, detail) VALUES (?, ?, ?, ?, ?)",
+                       [SQLValue(customerId), .integer(atMs), .text(kind), SQLValue(reference), .text(detail.jsonString)])
+    }
+}
+
+extension KakinStore {
+    /// Readiness: the database answers a trivial read.
+    public func ping() async throws(KakinError) {
+        _ = try await read { db in try db.queryOne("SELECT 1 AS one", []) != nil }
+    }
+}

@@ -1,0 +1,126 @@
+/// Kakin's tables. Idempotency is enforced here, by unique keys written in the same database transaction
+/// as the effect they guard:
+/// - `applied_transactions.transaction_id`: a transaction is applied (201) once; every later attempt is 409.
+/// - `ledger_entries.effect_key`: each coin movement ("purchase:<txid>", "spend:<customer>:<key>", …) exists once.
+/// - `idempotency_keys (customer_id, scope, key)`: Stripe-style replay of spend and grant answers.
+/// `wallets` caches each balance; the ledger check proves it equals the sum of the customer's entries.
+enum Schema {
+    static let migrations: [SQLMigration] = [
+        SQLMigration(version: 1, name: "customers, transactions, ledger", sql: """
+            CREATE TABLE customers (
+                customer_id TEXT PRIMARY KEY,
+                app_account_token TEXT NOT NULL UNIQUE,
+                created_at_ms INTEGER NOT NULL
+            );
+            CREATE TABLE wallets (
+                customer_id TEXT PRIMARY KEY REFERENCES customers(customer_id),
+                paid INTEGER NOT NULL,
+                free INTEGER NOT NULL,
+                updated_at_ms INTEGER NOT NULL
+            );
+            CREATE TABLE ledger_entries (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                entry_id TEXT NOT NULL UNIQUE,
+                customer_id TEXT NOT NULL REFERENCES customers(customer_id),
+                at_ms INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                paid_delta INTEGER NOT NULL,
+                free_delta INTEGER NOT NULL,
+                paid_after INTEGER NOT NULL,
+                free_after INTEGER NOT NULL,
+                reference TEXT NOT NULL,
+                effect_key TEXT NOT NULL UNIQUE,
+                item TEXT,
+                recipient TEXT,
+                price_milli INTEGER,
+                currency TEXT,
+                detail TEXT
+            );
+            CREATE INDEX ledger_by_customer ON ledger_entries(customer_id, seq);
+            CREATE INDEX ledger_by_recipient ON ledger_entries(recipient, customer_id);
+            CREATE TABLE transactions (
+                transaction_id TEXT PRIMARY KEY,
+                original_transaction_id TEXT NOT NULL,
+                bundle_id TEXT NOT NULL,
+                product_id TEXT NOT NULL,
+                product_type TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                purchase_date_ms INTEGER NOT NULL,
+                expires_date_ms INTEGER,
+                revocation_date_ms INTEGER,
+                signed_date_ms INTEGER NOT NULL,
+                app_account_token TEXT,
+                jws TEXT NOT NULL,
+                customer_id TEXT,
+                first_seen_ms INTEGER NOT NULL,
+                updated_ms INTEGER NOT NULL
+            );
+            CREATE INDEX transactions_by_original ON transactions(original_transaction_id);
+            CREATE INDEX transactions_by_customer ON transactions(customer_id);
+            CREATE TABLE original_links (
+                original_transaction_id TEXT PRIMARY KEY,
+                customer_id TEXT NOT NULL REFERENCES customers(customer_id),
+                linked_at_ms INTEGER NOT NULL
+            );
+            CREATE TABLE applied_transactions (
+                transaction_id TEXT PRIMARY KEY,
+                customer_id TEXT NOT NULL REFERENCES customers(customer_id),
+                applied_at_ms INTEGER NOT NULL,
+                via TEXT NOT NULL,
+                purchase_process_id TEXT,
+                grant_json TEXT NOT NULL
+            );
+            CREATE TABLE idempotency_keys (
+                customer_id TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                key TEXT NOT NULL,
+                request TEXT NOT NULL,
+                status INTEGER NOT NULL,
+                response BLOB NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (customer_id, scope, key)
+            );
+            CREATE TABLE events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                customer_id TEXT,
+                at_ms INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                reference TEXT,
+                detail TEXT NOT NULL
+            );
+            CREATE INDEX events_by_customer ON events(customer_id, seq);
+            CREATE TABLE renewal_infos (
+                original_transaction_id TEXT PRIMARY KEY,
+                signed_date_ms INTEGER NOT NULL,
+                environment TEXT NOT NULL,
+                jws TEXT NOT NULL,
+                updated_ms INTEGER NOT NULL
+            );
+            CREATE TABLE notifications (
+                notification_uuid TEXT PRIMARY KEY,
+                notification_type TEXT NOT NULL,
+                subtype TEXT,
+                signed_date_ms INTEGER NOT NULL,
+                environment TEXT,
+                bundle_id TEXT,
+                received_at_ms INTEGER NOT NULL,
+                source TEXT NOT NULL,
+                jws TEXT NOT NULL,
+                state TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                next_attempt_ms INTEGER NOT NULL,
+                last_error TEXT,
+                applied_at_ms INTEGER,
+                original_transaction_id TEXT,
+                customer_id TEXT
+            );
+            CREATE INDEX notifications_due ON notifications(state, next_attempt_ms);
+            CREATE INDEX notifications_by_customer ON notifications(customer_id, signed_date_ms);
+            CREATE TABLE sync_state (
+                name TEXT PRIMARY KEY,
+                value TEXT NOT NULL,
+                updated_ms INTEGER NOT NULL
+            );
+            """),
+    ]
+}

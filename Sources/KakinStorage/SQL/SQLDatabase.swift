@@ -1,0 +1,83 @@
+/// Executes statements inside the current unit of work (a write's savepoint or a read's snapshot).
+///
+/// Not `Sendable`: a connection is only valid inside the closure it was handed to; using it after that
+/// closure returned throws `SQLError` of kind `.misuse`. SQL uses `?` placeholders. Transaction control
+/// (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`) belongs to the database and is refused.
+public protocol SQLConnection: AnyObject {
+    /// Runs one statement to completion.
+    /// - Returns: rows inserted, updated or deleted by this statement itself (not by triggers);
+    ///   0 for statements that change nothing, so `INSERT … ON CONFLICT DO NOTHING` returns 0 or 1.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int
+
+    /// Runs one statement and returns all its rows (at most the implementation's row limit).
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow]
+
+    /// Runs one statement and returns its first row, or `nil`. A data-changing statement
+    /// (`INSERT … RETURNING`) still runs to completion.
+    func queryOne(_ sql: String, _ parameters: [SQLValue]) throws -> SQLRow?
+}
+
+extension SQLConnection {
+    /// Variadic form: `try db.execute("INSERT INTO t (k, v) VALUES (?, ?)", "key", 42)`.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: SQLValue...) throws -> Int {
+        try execute(sql, parameters)
+    }
+
+    public func query(_ sql: String, _ parameters: SQLValue...) throws -> [SQLRow] {
+        try query(sql, parameters)
+    }
+
+    public func queryOne(_ sql: String, _ parameters: SQLValue...) throws -> SQLRow? {
+        try queryOne(sql, parameters)
+    }
+}
+
+/// A SQL database with durable, group-committed writes and snapshot reads.
+///
+/// Implemented by `SQLiteDatabase`; a PostgreSQL implementation will follow with the same contract.
+public protocol SQLDatabase: Sendable {
+    /// Runs `body` inside a durable write and returns its result once it is on disk.
+    ///
+    /// Concurrent writes are group-committed: their bodies run one after another inside one transaction,
+    /// each in its own savepoint. A body that throws rolls back only its own changes and its error is
+    /// rethrown here unchanged; the other bodies commit. The call returns only after the commit (and its
+    /// fsync) succeeded; if the commit fails, every body of that batch gets the error and none of them
+    /// is applied. Bodies must be short and synchronous, do no I/O besides SQL, and must not wait for
+    /// other database calls (that would deadlock the single writer). A queued write is not cancellable.
+    /// - Parameter body: the unit of work; may run on another thread.
+    /// - Throws: the body's error, a `SQLError` from the commit, or `SQLError` of kind `.overloaded` /
+    ///   `.closed` when the write was not queued at all.
+    @discardableResult
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+
+    /// Runs `body` in a read-only transaction: every query in it sees one consistent snapshot of the
+    /// last committed state. Reads run beside writes.
+    /// - Parameter body: the unit of work; may run on another thread.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+
+    /// Applies the migrations this database has not seen yet, in order, each in its own transaction,
+    /// recording each version in `schema_migrations`. Running it again is a no-op.
+    /// - Parameter migrations: every migration this build knows, versions strictly increasing.
+    /// - Throws: `SQLError` of kind `.migration` if a migration fails (it is rolled back) or if the
+    ///   database holds a version this build does not know (a newer build migrated it): refuse to start.
+    func migrate(_ migrations: [SQLMigration]) async throws
+
+    /// Finishes all queued work, then closes the connections and stops the threads.
+    /// Later calls throw `SQLError` of kind `.closed`.
+    func close() async
+}
+
+/// One schema change. `sql` may hold several statements but no transaction control.
+public struct SQLMigration: Sendable, Hashable {
+    public var version: Int
+    public var name: String
+    public var sql: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+}

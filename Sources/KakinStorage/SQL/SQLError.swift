@@ -1,0 +1,68 @@
+/// An error from the SQL layer. Carries the statement text but never parameter values, so it is
+/// safe to log.
+public struct SQLError: Error, Sendable, CustomStringConvertible {
+    /// Engine-independent category; switch on this rather than on `code`.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        private enum Code: String {
+            case database, constraintViolation, busy, overloaded, closed, misuse, migration, resultTooLarge
+        }
+        private let code: Code
+
+        /// Any other engine error (I/O, corruption, syntax, …).
+        public static let database = Kind(code: .database)
+        /// UNIQUE, PRIMARY KEY, FOREIGN KEY, CHECK or NOT NULL constraint failed.
+        public static let constraintViolation = Kind(code: .constraintViolation)
+        /// The database stayed locked by another process for longer than the busy timeout.
+        public static let busy = Kind(code: .busy)
+        /// The job queue is full; nothing was queued. Shed load or retry later.
+        public static let overloaded = Kind(code: .overloaded)
+        /// The database was closed; nothing was queued.
+        public static let closed = Kind(code: .closed)
+        /// The API was used in a way it does not allow (placeholder count, several statements, BEGIN/COMMIT inside a body, …).
+        public static let misuse = Kind(code: .misuse)
+        /// A migration failed or the database schema does not match the migrations this build knows.
+        public static let migration = Kind(code: .migration)
+        /// A query returned more rows than `queryRowsMax`.
+        public static let resultTooLarge = Kind(code: .resultTooLarge)
+
+        public var description: String { code.rawValue }
+    }
+
+    public let kind: Kind
+    /// Primary engine result code (SQLite: `SQLITE_CONSTRAINT` = 19, …); 0 when the error did not come from the engine.
+    public let code: Int32
+    /// Extended engine result code (SQLite: `SQLITE_CONSTRAINT_UNIQUE` = 2067, …); 0 when not from the engine.
+    public let extendedCode: Int32
+    public let message: String
+    /// The statement that failed, without parameter values.
+    public let sql: String?
+
+    public var isConstraintViolation: Bool { kind == .constraintViolation }
+    public var isBusy: Bool { kind == .busy }
+    public var isOverloaded: Bool { kind == .overloaded }
+
+    public var description: String {
+        var text = "SQLError(\(kind)"
+        if code != 0 { text += ", code \(code)/\(extendedCode)" }
+        text += "): \(message)"
+        if let sql { text += " [sql: \(Self.truncated(sql))]" }
+        return text
+    }
+
+    init(kind: Kind, code: Int32 = 0, extendedCode: Int32 = 0, message: String, sql: String? = nil) {
+        self.kind = kind
+        self.code = code
+        self.extendedCode = extendedCode
+        self.message = message
+        self.sql = sql
+    }
+
+    /// Descriptions stay one log line even for a migration script.
+    private static let sqlDescriptionCharactersMax = 300
+
+    private static func truncated(_ sql: String) -> String {
+        let flat = sql.split(whereSeparator: \.isNewline).joined(separator: " ")
+        guard flat.count > sqlDescriptionCharactersMax else { return flat }
+        return flat.prefix(sqlDescriptionCharactersMax) + "…"
+    }
+}

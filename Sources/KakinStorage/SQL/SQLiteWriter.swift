@@ -1,0 +1,162 @@
+/// A job for the writer thread.
+enum WriterJob: Sendable {
+    /// A `write` body; consecutive writes are group-committed in one transaction.
+    case write(WriteJob)
+    /// Work that manages its own transactions (migrations); always runs alone, between batches.
+    case exclusive(@Sendable (SQLiteHandle) -> Void)
+
+    var isWrite: Bool { if case .write = self { true } else { false } }
+}
+
+/// One caller's `write`, type-erased.
+struct WriteJob: Sendable {
+    /// Runs the body inside the savepoint the writer opened.
+    let run: @Sendable (SQLiteHandle) -> WriteOutcome
+    /// Resumes the caller with `error` without running the body (the batch could not begin).
+    let fail: @Sendable (any Error) -> Void
+}
+
+/// A body's result, held until its batch commits or fails.
+struct WriteOutcome {
+    /// The body's own error; `nil` when it returned normally.
+    let bodyError: (any Error)?
+    /// Resumes the caller: with the body's error if it threw, else with `batchError` if the batch
+    /// failed, else with the body's result.
+    let finish: (_ batchError: (any Error)?) -> Void
+}
+
+/// The single writer: drains the queue in batches, one transaction per batch, one savepoint per body.
+///
+/// Owns its connection; lives on its own thread (`run()` returns when the queue is closed and empty).
+final class SQLiteWriter {
+    private let handle: SQLiteHandle
+    private let queue: JobQueue<WriterJob>
+    private let batchSizeMax: Int
+    private let statistics: SQLiteStatisticsRecorder
+
+    init(handle: SQLiteHandle, queue: JobQueue<WriterJob>, batchSizeMax: Int, statistics: SQLiteStatisticsRecorder) {
+        self.handle = handle
+        self.queue = queue
+        self.batchSizeMax = batchSizeMax
+        self.statistics = statistics
+    }
+
+    func run() {
+        while let jobs = queue.take(countMax: batchSizeMax, joining: { $0.isWrite && $1.isWrite }) {
+            if case .exclusive(let work) = jobs[0] {
+                assert(jobs.count == 1)
+                work(handle)
+                continue
+            }
+            var pending = jobs.map { job -> WriteJob in
+                guard case .write(let write) = job else { preconditionFailure("exclusive job inside a write batch") }
+                return write
+            }[...]
+            while !pending.isEmpty {
+                pending = runTransaction(pending)
+            }
+        }
+        handle.close()
+    }
+
+    /// Runs `jobs` in one BEGIN IMMEDIATE … COMMIT and resumes their callers after the COMMIT.
+    /// - Returns: jobs not run because SQLite abandoned the transaction part-way; they go in the next one.
+    private func runTransaction(_ jobs: ArraySlice<WriteJob>) -> ArraySlice<WriteJob> {
+        do {
+            try handle.runEngine("BEGIN IMMEDIATE")
+        } catch {
+            abandon([], alsoFailing: jobs, error: error)
+            return []
+        }
+        var outcomes: [WriteOutcome] = []
+        outcomes.reserveCapacity(jobs.count)
+        for index in jobs.indices {
+            let outcome: WriteOutcome
+            do {
+                try handle.runEngine("SAVEPOINT w")
+            } catch {
+                abandon(outcomes, alsoFailing: jobs[index...index], error: error)
+                return jobs[(index + 1)...]
+            }
+            outcome = jobs[index].run(handle)
+            do {
+                // Some errors (disk full, I/O) make SQLite roll back the whole transaction: the
+                // earlier bodies' work is gone too, so none of them may be acknowledged.
+                guard handle.isInTransaction else {
+                    throw SQLError(
+                        kind: .database,
+                        message: "the batch transaction was rolled back by SQLite after an error; this write was not applied"
+                            + (outcome.bodyError.map { " (cause: \($0))" } ?? ""))
+                }
+                if outcome.bodyError != nil { try handle.runEngine("ROLLBACK TO w") }
+                try handle.runEngine("RELEASE w")
+            } catch {
+                abandon(outcomes + [outcome], error: error)
+                return jobs[(index + 1)...]
+            }
+            outcomes.append(outcome)
+        }
+        do {
+            try handle.runEngine("COMMIT")
+        } catch {
+            abandon(outcomes, error: error)
+            return []
+        }
+        let succeeded = outcomes.count { $0.bodyError == nil }
+        statistics.recordBatch(size: outcomes.count, committed: true, bodiesSucceeded: succeeded)
+        for outcome in outcomes { outcome.finish(nil) }
+        return []
+    }
+
+    /// Rolls the transaction back and fails every body that ran in it, and `unrun` jobs without running them.
+    private func abandon(_ outcomes: [WriteOutcome], alsoFailing unrun: ArraySlice<WriteJob> = [], error: any Error) {
+        handle.rollbackIfInTransaction()
+        statistics.recordBatch(size: outcomes.count + unrun.count, committed: false, bodiesSucceeded: 0)
+        for outcome in outcomes { outcome.finish(error) }
+        for job in unrun { job.fail(error) }
+    }
+}
+
+/// A reader thread: one read-only connection, one read transaction per job.
+final class SQLiteReader {
+    private let handle: SQLiteHandle
+    private let queue: JobQueue<ReadJob>
+
+    init(handle: SQLiteHandle, queue: JobQueue<ReadJob>) {
+        self.handle = handle
+        self.queue = queue
+    }
+
+    func run() {
+        while let jobs = queue.take(countMax: 1, joining: { _, _ in false }) {
+            for job in jobs { job.run(handle) }
+        }
+        handle.close()
+    }
+}
+
+/// One caller's `read`, type-erased; runs the body in a read transaction and resumes the caller.
+struct ReadJob: Sendable {
+    let run: @Sendable (SQLiteHandle) -> Void
+}
+
+extension SQLiteHandle {
+    /// Runs `body` inside BEGIN … COMMIT so all its queries see one snapshot.
+    func inReadTransaction<T>(_ body: (any SQLConnection) throws -> T) -> Result<T, any Error> {
+        do {
+            try runEngine("BEGIN")
+        } catch {
+            return .failure(error)
+        }
+        let connection = SQLiteScopedConnection(self)
+        let result = Result { try body(connection) }
+        connection.invalidate()
+        do {
+            try runEngine("COMMIT")
+        } catch {
+            rollbackIfInTransaction()
+            if case .success = result { return .failure(error) }
+        }
+        return result
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import KakinCore
+import Synchronization
+import Testing
+@testable import KakinStorage
+
+/// A clock and id source the tests control.
+final class TestClock: Clock, @unchecked Sendable {
+    let now = Mutex<Int64>(1_790_000_000_000)
+    func nowMs() -> Int64 { now.withLock { $0 } }
+}
+
+final class CountingIDs: IDGenerator {
+    let counter = Atomic<Int>(0)
+    func uuid() -> String {
+        let n = counter.add(1, ordering: .relaxed).newValue
+        return String(format: "00000000-0000-4000-8000-%012d", n)
+    }
+    func id(prefix: String) -> String { prefix + String(counter.add(1, ordering: .relaxed).newValue) }
+}
+
+func withStore(_ body: (KakinStore) async throws -> Void) async throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-store-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let db = try SQLiteDatabase(path: dir.appendingPathComponent("k.db").path)
+    let store = KakinStore(database: db, ids: CountingIDs(), clock: TestClock())
+    try await store.migrate()
+    do {
+        try await body(store)
+    } catch {
+        await db.close()
+        throw error
+    }
+    await db.close()
+}
+
+let coins100 = Product(productId: "coins.100", kind: .consumable, coins: 100, bonusCoins: 10, priceMilli: 120_000, currency: "JPY")
+
+func transaction(_ id: String, product: String = "coins.100", token: String? = nil, original: String? = nil,
+                 signedDate: Int64 = 1_790_000_000_000, revokedAt: Int64? = nil, quantity: Int = 1) -> TransactionPayload {
+    var o: [String: JSONValue] = [
+        "transactionId": .string(id), "originalTransactionId": .string(original ?? id), "bundleId": "com.example",
+        "productId": .string(product), "purchaseDate": .int(1_789_999_000_000), "quantity": .int(Int64(quantity)),
+        "type": "Consumable", "inAppOwnershipType": "PURCHASED", "signedDate": .int(signedDate), "environment": "Sandbox",
+        "price": 120000, "currency": "JPY",
+    ]
+    if let token { o["appAccountToken"] = .string(token) }
+    if let revokedAt {
+        o["revocationDate"] = .int(revokedAt)
+        o["revocationReason"] = 1
+    }
+    return try! TransactionPayload(json: .object(o))
+}
+
+func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPolicy = .keepFirstOwner,
+              wallet: WalletPolicy = WalletPolicy()) -> PurchaseApplication {
+    PurchaseApplication(customerId: customer, transaction: tx, jws: "h.\(tx.transactionId).s", product: coins100, via: "client",
+                        transferPolicy: policy, walletPolicy: wallet)
+}
+
+@Suite struct Purchases {
+    @Test func firstApplicationCreditsPaidAndBonusCoinsOnce() async throws {
+        try await withStore { store async throws in
+            let first = try await store.applyPurchase(purchase("u1", transaction("1000", quantity: 2)))
+            guard case .applied(let applied) = first else { Issue.record("expected applied"); return }
+            #expect(applied.grant == ["coins": ["paid": 200, "free": 20]])
+            let again = try await store.applyPurchase(purchase("u1", transaction("1000", quantity: 2)))
+            #expect(again == .alreadyProcessed(applied))
+            #expect(try await store.wallet("u1") == WalletBalance(paid: 200, free: 20))
+            #expect(try await store.checkLedger().ok)
+        }
+    }
+
+    @Test func sixtyFourConcurrentApplicationsCreditExactlyOnce() async throws {
+        try await withStore { store async throws in
+            let outcomes = try await withThrowingTaskGroup(of: PurchaseOutcome.self) { group in
+                for _ in 0..<64 { group.addTask { try await store.applyPurchase(purchase("u1", transaction("2000"))) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.filter { if case .applied = $0 { return true } else { return false } }.count == 1)
+            #expect(try await store.wallet("u1") == WalletBalance(paid: 100, free: 10))
+        }
+    }
+
+    @Test func revokedTransactionIsRefusedAndChangesNothing() async throws {
+        try await withStore { store async throws in
+            await #expect(throws: KakinError.self) {
+                try await store.applyPurchase(purchase("u1", transaction("3000", revokedAt: 1_790_000_000_500)))
+            }
+            #expect(try await store.wallet("u1") == WalletBalance())
+            #expect(try await store.ledger(customerId: "u1", limit: 10, cursor: nil).entries.isEmpty)
+        }
+    }
+
+    @Test func revokedCopyOfAnAppliedPurchaseTakesTheCoinsBackOnce() async throws {
+        try await withStore { store async throws in
+            _ = try await store.applyPurchase(purchase("u1", transaction("4000")))
+            let revoked = transaction("4000", signedDate: 1_790_000_001_000, revokedAt: 1_790_000_000_900)
+            _ = try await store.applyPurchase(purchase("u1", revoked))
+            _ = try await store.applyPurchase(purchase("u1", revoked))
+            #expect(try await store.wallet("u1") == WalletBalance(paid: 0, free: 0))
+            let kinds = try await store.ledger(customerId: "u1", limit: 10, cursor: nil).entries.map(\.kind)
+            #expect(kinds == ["refund", "purchase"])
+        }
+    }
+
+    @Test func refundWithNegativeBalancesDisallowedStopsAtZero() async throws {
+        try await withStore { store async throws in
+            _ = try await store.applyPurchase(purchase("u1", transaction("5000")))
+            _ = try await store.spend(customerId: "u1", idempotencyKey: "k", request: "{}", amount: 80, item: "stamp", recipient: nil,
+                                      order: .paidFirst) { _ in (201, []) }
+            let revoked = transaction("5000", signedDate: 1_790_000_001_000, revokedAt: 1_790_000_000_900)
+            _ = try await store.applyPurchase(purchase("u1", revoked, wallet: WalletPolicy(allowNegativeBalance: false)))
+            #expect(try await store.wallet("u1") == WalletBalance(paid: 0, free: 0))
+            #expect(try await store.checkLedger().ok)
+        }
+    }
+
+    @Test func tokenOfAnotherCustomerIsRefusedUnderKeepFirstOwner() async throws {
+        try await withStore { store async throws in
+            let owner = try await store.ensureCustomer("alice")
+            await #expect(throws: KakinError.self) {
+                try await store.applyPurchase(purchase("bob", transaction("6000", token: owner.appAccountToken)))
+            }
+            #expect(try await store.wallet("bob") == WalletBalance())
+        }
+    }
+
+    @Test func originalTransactionMovesUnderTheTransferPolicy() async throws {
+        try await withStore { store async throws in
+            let sub = Product(productId: "premium", kind: .autoRenewable, groupId: "g", period: ISOPeriod(months: 1))
+            func app(_ c: String, _ id: String, _ p: TransferPolicy) -> PurchaseApplication {
+                var a = purchase(c, transaction(id, product: "premium", original: "7000"), policy: p)
+                a.product = sub
+                return a
+            }
+            _ = try await store.applyPurchase(app("alice", "7000", .keepFirstOwner))
+            await #expect(throws: KakinError.self) { try await store.applyPurchase(app("bob", "7001", .keepFirstOwner)) }
+            let moved = try await store.applyPurchase(app("bob", "7001", .transfer))
+            guard case .applied = moved else { Issue.record("expected applied"); return }
+            #expect(try await store.customerSnapshot("bob").transactionJWS.count == 2)
+            #expect(try await store.customerSnapshot("alice").transactionJWS.isEmpty)
+        }
+    }
+}
+
+@Suite struct WalletOperations {
+    func spend(_ store: KakinStore, key: String, amount: Int64, request: String = "{}") async throws -> IdempotentAnswer {
+        try await store.spend(customerId: "u1", idempotencyKey: key, request: request, amount: amount, item: "stamp.heart",
+                              recipient: "program:1", order: .freeFirst) { result in
+            switch result {
+            case .spent(let id, _, let p, let f, let w): return (201, Array("\(id) \(p) \(f) \(w.total)".utf8))
+            case .insufficient: return (409, Array("insufficient".utf8))
+            }
+        }
+    }
+
+    @Test func sameKeyAndBodyReplaysTheStoredAnswer() async throws {
+        try await withStore { store async throws in
+            _ = try await store.applyPurchase(purchase("u1", transaction("1")))
+            let first = try await spend(store, key: "k1", amount: 30)
+            let second = try await spend(store, key: "k1", amount: 30)
+            #expect(first.status == 201 && !first.replayed)
+            #expect(second.status == 201 && second.replayed && second.body == first.body)
+            #expect(try await store.wallet("u1") == WalletBalance(paid: 80, free: 0))
+        }
+    }
+
+    @Test func sameKeyWithAnotherBodyIsRefused() async throws {
+        try await withStore { store async throws in
+            _ = try await store.applyPurchase(purchase("u1", transaction("1")))
+            _ = try await spend(store, key: "k1", amount: 30, request: "{\"amount\":30}")
+            await #expect(throws: KakinError.self) { try await spend(store, key: "k1", amount: 31, request: "{\"amount\":31}") }
+            #expect(try await store.wallet("u1").total == 80)
+        }
+    }
+
+    @Test func insufficientBalanceSpendsNothing() async throws {
+        try await withStore { store async throws in
+            _ = try await store.applyPurchase(purchase("u1", transaction("1")))
+            let answer = try await spend(store, key: "big", amount: 111)
+            #expect(answer.status == 409)
+            #expect(try await store.wallet("u1").total == 110)
+            #expect(try await store.ledger(customerId: "u1", limit: 10, cursor: nil).entries.count == 1)
+        }
+    }
+
+    @Test func ledgerPagesNewestFirstWithACursor() async throws {
+        try await withStore { store async throws in
+            for i in 0..<5 { _ = try await store.applyPurchase(purchase("u1", transaction("t\(i)"))) }
+            let p1 = try await store.ledger(customerId: "u1", limit: 2, cursor: nil)
+            let p2 = try await store.ledger(customerId: "u1", limit: 2, cursor: p1.nextCursor)
+            let p3 = try await store.ledger(customerId: "u1", limit: 2, cursor: p2.nextCursor)
+            #expect(p1.entries.map(\.reference) == ["t4", "t3"])
+            #expect(p2.entries.map(\.reference) == ["t2", "t1"])
+            #expect(p3.entries.map(\.reference) == ["t0"])
+            #expect(p3.nextCursor == nil)
+            #expect(p1.entries[0].balanceAfter.total == 550)
+            await #expect(throws: KakinError.self) { try await store.ledger(customerId: "u1", limit: 2, cursor: "bogus") }
+        }
+    }
+
+    @Test func recipientSupportSumsSpendsAndRanksSupporters() async throws {
+        try await withStore { store async throws in
+            for (c, amount) in [("a", 50), ("b", 70), ("a", 30)] as [(String, Int64)] {
+                _ = try await store.grant(customerId: c, idempotencyKey: "g-\(c)-\(amount)", request: "{}", amount: 100, reason: "test") { _ in (201, []) }
+                _ = try await store.spend(customerId: c, idempotencyKey: "s-\(amount)", request: "{}", amount: amount, item: "stamp",
+                                          recipient: "program:9", order: .freeFirst) { _ in (201, []) }
+            }
+            let support = try await store.recipientSupport("program:9", top: 10)
+            #expect(support.paid + support.free == 150)
+            #expect(support.supporters == 2)
+            #expect(support.topSupporters.map(\.customerId) == ["a", "b"])
+            #expect(support.topSupporters.map(\.coins) == [80, 70])
+        }
+    }
+
+    @Test func ledgerCheckFindsABalanceThatDisagreesWithItsEntries() async throws {
+        try await withStore { store async throws in
+            _ = try await store.applyPurchase(purchase("u1", transaction("1")))
+            #expect(try await store.checkLedger().ok)
+            try await store.database.write { db in try db.execute("UPDATE wallets SET paid = paid + 1", []) }
+            let report = try await store.checkLedger()
+            #expect(!report.ok)
+            #expect(report.problems.first?.contains("customer u1") == true)
+        }
+    }
+}
