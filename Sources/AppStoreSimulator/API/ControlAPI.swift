@@ -1,3 +1,4 @@
+import AppStoreSecurity
 import HTTPServer
 import KakinCore
 
@@ -74,6 +75,19 @@ extension AppStoreSimulator {
             let key = apiKey
             return Self.json(["issuerId": .string(key.issuerId), "keyId": .string(key.keyId), "privateKeyPEM": .string(key.privateKeyPEM),
                               "bundleId": .string(configuration.bundleId), "audience": "appstoreconnect-v1"])
+        }
+        if Self.match(s, "api-token") != nil {
+            // For curl walkthroughs: a ready-made bearer token (real time, five minutes), as Apple's library makes.
+            guard m == "GET" else { return Self.methodNotAllowed(request) }
+            let key = apiKey
+            let expires = wall.nowMs() / 1000 + 300
+            do {
+                let token = try AppStoreServerAPIToken.make(key: try P256PrivateKey(pemPKCS8: key.privateKeyPEM), keyId: key.keyId, issuerId: key.issuerId,
+                                                            bundleId: configuration.bundleId, issuedAtSeconds: nil, expiresAtSeconds: expires)
+                return Self.json(["token": .string(token), "expiresAt": .string(Timestamp.rfc3339(expires * 1000))])
+            } catch {
+                throw KakinError(.internalError, "The simulator could not sign a token.", detail: error.description)
+            }
         }
         if Self.match(s, "api-keys") != nil {
             guard m == "POST" else { return Self.methodNotAllowed(request) }

@@ -207,12 +207,14 @@ public enum SimulatorCommand {
         }
         let base = "http://\(o.host):\(server.port)"
         let config = simulator.configuration
-        print("""
+        // Written straight to the file descriptor: stdout is block-buffered when piped to a log.
+        FileHandle.standardOutput.write(Data("""
             App Store simulator for \(config.bundleId) (\(config.environment.rawValue)) at \(base), notifying \(o.notify!.absoluteString)
               curl -s \(base)/simulator/v1/products
               curl -s -X POST \(base)/simulator/v1/purchases -d '{"productId":"\(config.catalog.sortedProducts.first?.productId ?? "…")"}'
               curl -s -X POST \(base)/simulator/v1/clock -d '{"advanceSeconds":2678400}'
-            """)
+
+            """.utf8))
         let ticker = Task { await simulator.runTicker() }
         await waitForTermination()
         ticker.cancel()
@@ -224,7 +226,7 @@ public enum SimulatorCommand {
                     || rename(tmp, path) == 0 else {
                 throw StartError(message: "could not save the state to \(path)", exitCode: 1)
             }
-            print("state saved to \(path)")
+            FileHandle.standardOutput.write(Data("state saved to \(path)\n".utf8))
         }
         return 0
     }
