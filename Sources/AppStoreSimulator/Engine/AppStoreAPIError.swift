@@ -51,5 +51,4 @@ struct AppStoreAPIError: Error, Sendable, Equatable {
     static let testNotificationNotFound = Self(404, 4_040_008, "Test notification not found.")
     static let statusRequestNotFound = Self(404, 4_040_009, "Status request not found.")
     static let transactionIdNotFound = Self(404, 4_040_010, "Transaction id not found.")
-    static let generalInternal = Self(500, 5_000_000, "An unknown error occurred.")
 }

@@ -75,8 +75,6 @@ struct SimulatorState: Sendable {
 
     func product(_ id: String) -> Product? { config.catalog[id] }
 
-    func transaction(_ id: String) -> SimTransaction? { store.transactions[id] }
-
     func subscription(_ otid: String) -> SimSubscription? { store.subscriptions[otid] }
 
     func latest(_ sub: SimSubscription) -> SimTransaction { store.transactions[sub.latestTransactionId]! }

@@ -172,10 +172,10 @@ public final class AppStoreSimulator: Sendable {
         return result
     }
 
-    /// The same for App Store Server API calls that change state (Apple's error codes).
+    /// The same for App Store Server API calls that change state (Apple's error codes). These skip the gate:
+    /// Kakin may make them while handling a notification the gate's holder is delivering (a consumption
+    /// answer to CONSUMPTION_REQUEST); the engine lock alone keeps them atomic.
     func actAPI<T: Sendable>(_ body: (inout SimulatorState) throws(AppStoreAPIError) -> T) async throws(AppStoreAPIError) -> T {
-        await gate.acquire()
-        defer { gate.release() }
         let result = try core.withLock { (c: inout Core) throws(AppStoreAPIError) -> T in
             catchUp(&c)
             return try body(&c.engine)
