@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -62,5 +63,27 @@ public struct HTTPNotificationSink: NotificationSink {
         case .badServerResponse, .cannotParseResponse: return .invalidResponse
         default: return .other
         }
+    }
+}
+
+/// Delivers into an HTTP handler of the same process, as a POST of Apple's body to `path`: local mode
+/// hands Kakin's own request handler here, so notifications arrive without a socket.
+public struct InProcessNotificationSink: NotificationSink {
+    public let path: String
+    public let handler: HTTPHandler
+
+    /// - Parameters:
+    ///   - path: the notification endpoint as the handler routes it.
+    ///   - handler: answers like the real server; 200–206 counts as delivered.
+    public init(path: String = "/v1/notifications/appstore", handler: @escaping HTTPHandler) {
+        self.path = path
+        self.handler = handler
+    }
+
+    public func deliver(signedPayload: String) async -> SendAttemptResult {
+        let request = HTTPRequest(method: "POST", path: path, headers: ["Content-Type": "application/json"],
+                                  body: SendAttemptResult.requestBody(signedPayload: signedPayload), requestId: "req_simulator_notification",
+                                  remoteAddress: "127.0.0.1")
+        return .forHTTPStatus(await handler(request).status)
     }
 }

@@ -1,5 +1,6 @@
 @testable import AppStoreSimulator
 import Foundation
+import HTTPServer
 import KakinCore
 import Synchronization
 import Testing
@@ -44,6 +45,30 @@ final class ManualWall: Clock {
         #expect(sink.received.count == 2)
         let view = sim.core.withLock { c in c.engine.store.subscriptions.values.first!.latestTransactionId }
         #expect(sim.core.withLock { $0.engine.store.transactions[view]!.purchaseDate } == plus("P1M", startMs))
+    }
+}
+
+@Suite struct InProcessDelivery {
+    @Test func notificationsPostApplesBodyToTheHandlerAndItsStatusDecides() async throws {
+        let seen = Mutex<[HTTPRequest]>([])
+        let sink = InProcessNotificationSink { request in
+            let count = seen.withLock { s -> Int in
+                s.append(request)
+                return s.count
+            }
+            return HTTPResponse(status: count == 1 ? 503 : 200)
+        }
+        let sim = try makeSimulator(sink: sink)
+        _ = await call(sim, "POST", "/simulator/v1/purchases", ["productId": "coins"])
+        _ = await call(sim, "POST", "/simulator/v1/clock", ["advanceSeconds": 3_600])
+        let requests = seen.withLock { $0 }
+        #expect(requests.count == 2)
+        #expect(requests[0].path == "/v1/notifications/appstore")
+        #expect(requests[0].method == "POST")
+        let body = try JSONParser.parse(requests[0].body)
+        #expect(try verifier(sim).verifyNotification(body["signedPayload"]!.stringValue!).notificationType == .oneTimeCharge)
+        #expect(requests[1].body == requests[0].body)
+        #expect(sim.core.withLock { $0.engine.store.notifications[0].attempts.map(\.sendAttemptResult) } == ["UNSUCCESSFUL_HTTP_RESPONSE_CODE", "SUCCESS"])
     }
 }
 
