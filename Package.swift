@@ -28,7 +28,7 @@ let package = Package(
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
-        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"]),
+        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: routes, config, auth, pipelines.
         .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
-        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer"]),
     ]
 )
