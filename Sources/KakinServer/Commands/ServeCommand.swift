@@ -1,4 +1,5 @@
 import AppStoreSecurity
+import AppStoreSimulator
 import Dispatch
 import Foundation
 import HTTPServer

@@ -1,12 +1,11 @@
+import AppStoreSimulator
 import Foundation
 import KakinCore
 import Synchronization
 
-/// The real clock. (Local mode uses the simulator's clock instead, so statuses follow simulated time.)
-public struct SystemClock: Clock {
-    public init() {}
-    public func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-}
+/// The real clock (the simulator's `WallClock`). Local mode uses the simulator's clock instead, so
+/// statuses follow simulated time.
+public typealias SystemClock = WallClock
 
 /// Random identifiers: UUIDs for app account tokens, and prefixed ids that sort by creation time
 /// (`sp_…`, `le_…`) so support can read them in order.
