@@ -1,0 +1,58 @@
+import Foundation
+
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The command line: `kakin-bench [verify|all] [--repetitions R] …`.
+struct BenchOptions {
+    static let usage = """
+        usage: kakin-bench [verify|all] [--repetitions R] [--kakin PATH]
+
+        Figures (default: all) measured against the release `kakin` binary, each beside a baseline
+        measured in the same run. Exit 1 when a check fails.
+
+          --repetitions R   measurements per figure, interleaved with the baseline's (default 3)
+          --kakin PATH      the kakin binary (default .build/release/kakin in this package)
+          --keep            keep the run's temporary directory (configs, databases, logs, JWS);
+                            it is always kept when a check fails
+        """
+
+    enum Command: String {
+        case verify, all
+    }
+
+    var command = Command.all
+    var repetitions = 3
+    var kakin: URL?
+    var keepWorkspace = false
+
+    /// nil: `--help`.
+    static func parse(_ arguments: [String]) throws(UsageError) -> BenchOptions? {
+        var options = BenchOptions()
+        var rest = arguments[...]
+        if let first = rest.first, !first.hasPrefix("-") {
+            guard let command = Command(rawValue: first) else { throw UsageError(description: "unknown command \(first)") }
+            options.command = command
+            rest = rest.dropFirst()
+        }
+        while let flag = rest.popFirst() {
+            if flag == "--help" || flag == "-h" { return nil }
+            if flag == "--keep" {
+                options.keepWorkspace = true
+                continue
+            }
+            guard let value = rest.popFirst() else { throw UsageError(description: "\(flag) needs a value") }
+            func number(_ range: ClosedRange<Int>) throws(UsageError) -> Int {
+                guard let n = Int(value), range.contains(n) else { throw UsageError(description: "\(flag) must be a whole number in \(range)") }
+                return n
+            }
+            switch flag {
+            case "--repetitions": options.repetitions = try number(1...20)
+            case "--kakin": options.kakin = URL(fileURLWithPath: value)
+            default: throw UsageError(description: "unknown option \(flag)")
+            }
+        }
+        return options
+    }
+}
