@@ -4,14 +4,16 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|all] [--repetitions R] …`.
+/// The command line: `kakin-bench [verify|grants|reads|all] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
-        usage: kakin-bench [verify|all] [--repetitions R] [--kakin PATH]
+        usage: kakin-bench [verify|grants|reads|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
 
         Figures (default: all) measured against the release `kakin` binary, each beside a baseline
         measured in the same run. Exit 1 when a check fails.
 
+          --seconds S       load per HTTP measurement (default 10)
+          --connections N   wrk connections (default 64)
           --repetitions R   measurements per figure, interleaved with the baseline's (default 3)
           --kakin PATH      the kakin binary (default .build/release/kakin in this package)
           --keep            keep the run's temporary directory (configs, databases, logs, JWS);
@@ -19,10 +21,12 @@ struct BenchOptions {
         """
 
     enum Command: String {
-        case verify, all
+        case verify, grants, reads, all
     }
 
     var command = Command.all
+    var seconds = 10
+    var connections = 64
     var repetitions = 3
     var kakin: URL?
     var keepWorkspace = false
@@ -48,6 +52,8 @@ struct BenchOptions {
                 return n
             }
             switch flag {
+            case "--seconds": options.seconds = try number(1...600)
+            case "--connections": options.connections = try number(1...1000)
             case "--repetitions": options.repetitions = try number(1...20)
             case "--kakin": options.kakin = URL(fileURLWithPath: value)
             default: throw UsageError(description: "unknown option \(flag)")

@@ -1,7 +1,7 @@
 import Foundation
 import KakinCore
 
-/// A run's temporary directory: the test CA's root, the signed data, logs.
+/// A run's temporary directory: the test CA's root, one config and SQLite file per server, logs.
 /// Removed after a clean run, kept (and named) after a failure for a look at the logs.
 final class BenchWorkspace {
     let directory: URL
@@ -24,6 +24,27 @@ final class BenchWorkspace {
     }
 
     func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
+
+    /// Writes `NAME.json`: loopback, an ephemeral port, `sqlite:NAME.db` here, the CA's root as the only
+    /// trusted root, one Sandbox app selling the coin packs, no auth (loopback only).
+    func writeConfig(_ name: String) throws -> (config: URL, database: URL) {
+        let config: JSONValue = [
+            "listen": ["host": "127.0.0.1", "port": 0],
+            "database": .string("sqlite:\(name).db"),
+            "trustedRoots": [.string(rootCertificate.lastPathComponent)],
+            "apps": [["bundleId": .string(BenchAppStore.bundleId), "environments": ["Sandbox"], "products": BenchAppStore.productsJSON]],
+        ]
+        let url = file("\(name).json")
+        try Data(config.serialized(pretty: true)).write(to: url)
+        return (url, file("\(name).db"))
+    }
+
+    /// `kakin ledger check` on a database no server is using; its report (`ok`, `customers`, `entries`).
+    func ledgerCheck(database: URL) throws -> JSONValue {
+        let finished = try Subprocess.run([kakin.path, "ledger", "check", "--database", "sqlite:\(database.path)"],
+                                          errorLog: file("ledger-check.stderr"), allowedExitStatuses: [0, 1])
+        return try JSONParser.parse(finished.output)
+    }
 
     func remove() {
         try? FileManager.default.removeItem(at: directory)

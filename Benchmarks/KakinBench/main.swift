@@ -3,9 +3,13 @@ import Foundation
 // kakin-bench: programs that measure Kakin's promises against the real release binary, each figure
 // printed beside a baseline measured in the same run.
 
+signal(SIGPIPE, SIG_IGN)  // a server that went away must surface as a failed send, not kill the benchmark
+
 /// Each figure's benchmark, in the order `all` runs them. A new figure is a function here.
 let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOptions) throws -> BenchResult)] = [
     (.verify, VerifyBenchmark.run),
+    (.grants, GrantsBenchmark.run),
+    (.reads, ReadsBenchmark.run),
 ]
 
 @MainActor

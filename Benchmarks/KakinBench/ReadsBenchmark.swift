@@ -1,0 +1,62 @@
+import Foundation
+
+/// reads: GET /v1/customers/{id}/wallet (one indexed SQLite read on a reader thread) and GET
+/// /v1/customers/{id} (the status: the customer's transactions through the status engine), over many
+/// customers, each against GET /healthz (no database, no work) from the same server in the same run.
+enum ReadsBenchmark {
+    static let customers = 1_000
+
+    static func run(_ workspace: BenchWorkspace, _ options: BenchOptions) throws -> BenchResult {
+        let (config, _) = try workspace.writeConfig("reads")
+        let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("reads.log"))
+        let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
+        let url = "http://127.0.0.1:\(server.port)"
+        func load(_ path: String, _ scriptArguments: [String]?) throws -> Wrk.Run {
+            try Wrk.run(url: url + path, seconds: options.seconds, connections: options.connections,
+                        script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
+        }
+        var healthz: [Wrk.Run] = [], wallet: [Wrk.Run] = [], status: [Wrk.Run] = []
+        do {
+            try seedCustomers(port: server.port)
+            for _ in 0..<options.repetitions {
+                healthz.append(try load("/healthz", nil))
+                wallet.append(try load("", ["\(customers)", "/wallet"]))
+                status.append(try load("", ["\(customers)"]))
+            }
+            try server.stop()
+        } catch {
+            server.kill()
+            throw error
+        }
+
+        var result = BenchResult()
+        let healthzPerSecond = median(healthz.map(\.requestsPerSecond))
+        func figure(_ name: String, _ runs: [Wrk.Run], goal: Double?) -> Figure {
+            Figure(name: name, value: median(runs.map(\.requestsPerSecond)), baselineName: "GET /healthz", baselineValue: healthzPerSecond,
+                   goal: goal, details: [
+                       String(format: "latency p50 %.2f ms, p99 %.2f ms; healthz p50 %.2f ms, p99 %.2f ms", median(runs.map(\.latencyP50Ms)),
+                              median(runs.map(\.latencyP99Ms)), median(healthz.map(\.latencyP50Ms)), median(healthz.map(\.latencyP99Ms))),
+                       "runs: \(BenchResult.rates(runs.map(\.requestsPerSecond))); healthz: \(BenchResult.rates(healthz.map(\.requestsPerSecond)))",
+                   ])
+        }
+        result.figures.append(figure("wallet reads over HTTP (\(options.connections) connections)", wallet, goal: 0.4))
+        result.figures.append(figure("status reads over HTTP (\(options.connections) connections)", status, goal: nil))
+        let all = healthz + wallet + status
+        let non2xx = all.map(\.non2xx).reduce(0, +)
+        let socketErrors = all.map(\.socketErrors).reduce(0, +)
+        result.check("reads: wrk saw \(non2xx) non-2xx answers and \(socketErrors) socket errors", non2xx == 0 && socketErrors == 0)
+        return result
+    }
+
+    /// Customers bench-0 … bench-(customers-1), each with one grant, so every read finds a wallet.
+    static func seedCustomers(port: Int) throws {
+        let connection = HTTPConnection(port: port)
+        for n in 0..<customers {
+            let answer = try connection.request("POST", "/v1/customers/bench-\(n)/wallet/grants", json: ["amount": 100, "reason": "seed"],
+                                                headers: ["Idempotency-Key": "seed-\(n)"])
+            guard answer.status == 201 else {
+                throw SubprocessFailure(description: "seeding customer bench-\(n): \(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+            }
+        }
+    }
+}
