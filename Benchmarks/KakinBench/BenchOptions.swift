@@ -4,17 +4,22 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|grants|reads|all] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|grants|reads|all|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
         usage: kakin-bench [verify|grants|reads|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+               kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--kakin PATH]
 
         Figures (default: all) measured against the release `kakin` binary, each beside a baseline
-        measured in the same run. Exit 1 when a check fails.
+        measured in the same run. crash-test SIGKILLs `kakin serve` under load and checks that every
+        acknowledged purchase and spend is in the ledger exactly once. Exit 1 when a check fails.
 
-          --seconds S       load per HTTP measurement (default 10)
+          --seconds S       load per HTTP measurement (default 10); crash-test: load per round before
+                            the kill, which comes at a random moment in its second half (default 4)
           --connections N   wrk connections (default 64)
           --repetitions R   measurements per figure, interleaved with the baseline's (default 3)
+          --rounds R        crash-test kill/restart rounds (default 5)
+          --clients N       crash-test concurrent clients (default 8)
           --kakin PATH      the kakin binary (default .build/release/kakin in this package)
           --keep            keep the run's temporary directory (configs, databases, logs, JWS);
                             it is always kept when a check fails
@@ -22,12 +27,15 @@ struct BenchOptions {
 
     enum Command: String {
         case verify, grants, reads, all
+        case crashTest = "crash-test"
     }
 
     var command = Command.all
-    var seconds = 10
+    var seconds: Int?
     var connections = 64
     var repetitions = 3
+    var rounds = 5
+    var clients = 8
     var kakin: URL?
     var keepWorkspace = false
 
@@ -55,10 +63,14 @@ struct BenchOptions {
             case "--seconds": options.seconds = try number(1...600)
             case "--connections": options.connections = try number(1...1000)
             case "--repetitions": options.repetitions = try number(1...20)
+            case "--rounds": options.rounds = try number(1...100)
+            case "--clients": options.clients = try number(1...64)
             case "--kakin": options.kakin = URL(fileURLWithPath: value)
             default: throw UsageError(description: "unknown option \(flag)")
             }
         }
         return options
     }
+
+    var loadSeconds: Int { seconds ?? (command == .crashTest ? 4 : 10) }
 }

@@ -16,10 +16,10 @@ enum GrantsBenchmark {
         do {
             for repetition in 0..<options.repetitions {
                 baseline.append(try SQLiteDatabase.measureSingleRowDurableCommits(
-                    path: workspace.file("single-row-commits.db").path, seconds: Double(options.seconds)))
+                    path: workspace.file("single-row-commits.db").path, seconds: Double(options.loadSeconds)))
                 runs.append(try Wrk.run(
-                    url: "http://127.0.0.1:\(server.port)", seconds: options.seconds + Wrk.drainSeconds, connections: options.connections,
-                    script: script, scriptArguments: ["\(options.seconds)", "\(customers)", "run\(repetition)"], workspace: workspace))
+                    url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds, connections: options.connections,
+                    script: script, scriptArguments: ["\(options.loadSeconds)", "\(customers)", "run\(repetition)"], workspace: workspace))
             }
             try server.stop()
         } catch {
@@ -29,7 +29,7 @@ enum GrantsBenchmark {
 
         var result = BenchResult()
         let created = runs.map { $0.scriptCounts["created"] ?? 0 }
-        let grantsPerSecond = created.map { Double($0) / Double(options.seconds) }
+        let grantsPerSecond = created.map { Double($0) / Double(options.loadSeconds) }
         result.figures.append(Figure(
             name: "durable grants over HTTP (\(options.connections) connections)", value: median(grantsPerSecond),
             baselineName: "durable single-row commits (SQLite, same disk)", baselineValue: median(baseline), goal: 3,
@@ -37,7 +37,7 @@ enum GrantsBenchmark {
                 String(format: "latency p50 %.2f ms, p99 %.2f ms (medians of the runs' wrk --latency)",
                        median(runs.map(\.latencyP50Ms)), median(runs.map(\.latencyP99Ms))),
                 "grants: \(BenchResult.rates(grantsPerSecond)); single-row commits: \(BenchResult.rates(baseline))",
-                "\(options.seconds) s of load per run over \(BenchResult.grouped(customers)) customers, then \(Wrk.drainSeconds) s for the last answers",
+                "\(options.loadSeconds) s of load per run over \(BenchResult.grouped(customers)) customers, then \(Wrk.drainSeconds) s for the last answers",
             ]))
 
         let answered201 = created.reduce(0, +)

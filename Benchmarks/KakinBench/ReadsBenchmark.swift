@@ -12,7 +12,7 @@ enum ReadsBenchmark {
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
         let url = "http://127.0.0.1:\(server.port)"
         func load(_ path: String, _ scriptArguments: [String]?) throws -> Wrk.Run {
-            try Wrk.run(url: url + path, seconds: options.seconds, connections: options.connections,
+            try Wrk.run(url: url + path, seconds: options.loadSeconds, connections: options.connections,
                         script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
         }
         var healthz: [Wrk.Run] = [], wallet: [Wrk.Run] = [], status: [Wrk.Run] = []

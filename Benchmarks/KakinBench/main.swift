@@ -1,7 +1,8 @@
 import Foundation
 
-// kakin-bench: programs that measure Kakin's promises against the real release binary, each figure
-// printed beside a baseline measured in the same run.
+// kakin-bench: programs that prove two of Kakin's promises against the real release binary. Figures
+// are printed beside baselines measured in the same run; the crash test SIGKILLs the server under load
+// and checks the ledger. See Benchmarks/README.md.
 
 signal(SIGPIPE, SIG_IGN)  // a server that went away must surface as a failed send, not kill the benchmark
 
@@ -29,7 +30,8 @@ func runCommand(_ options: BenchOptions) throws -> Bool {
     let workspace = try BenchWorkspace(kakin: options.kakin)
     let passed: Bool
     do {
-        passed = try runFigures(options, in: workspace)
+        passed = options.command == .crashTest
+            ? try CrashTest(workspace: workspace, options: options).run() : try runFigures(options, in: workspace)
     } catch {
         print("Kept the workspace: \(workspace.directory.path)")
         throw error
