@@ -52,4 +52,15 @@ struct BenchAppStore: Sendable {
         if let appAccountToken { payload["appAccountToken"] = .string(appAccountToken) }
         return try signer.sign(.object(payload))
     }
+
+    /// A signed App Store Server Notification V2 (`responseBodyV2DecodedPayload`) of type ONE_TIME_CHARGE:
+    /// a consumable purchase, its signed transaction inside, as Apple POSTs it.
+    func oneTimeChargeNotification(transaction: String, nowMs: Int64) throws -> String {
+        try signer.sign([
+            "notificationType": "ONE_TIME_CHARGE", "notificationUUID": .string(UUID().uuidString.lowercased()), "version": "2.0",
+            "signedDate": .int(nowMs),
+            "data": ["appAppleId": 1_234_567_890, "bundleId": .string(Self.bundleId), "bundleVersion": "1.0", "environment": "Sandbox",
+                     "signedTransactionInfo": .string(transaction)],
+        ])
+    }
 }

@@ -2,8 +2,8 @@ import Foundation
 
 /// wrk (HTTP load generator) runs and what they printed.
 enum Wrk {
-    /// How much longer than its load grants.lua runs wrk, so the answers to the last requests arrive
-    /// before it stops.
+    /// How much longer than their load the writing scripts (grants.lua, notifications.lua) run wrk, so
+    /// the answers to the last requests arrive before it stops.
     static let drainSeconds = 2
 
     struct Run {
