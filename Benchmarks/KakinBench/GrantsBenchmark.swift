@@ -13,13 +13,18 @@ enum GrantsBenchmark {
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/grants.lua")
         var runs: [Wrk.Run] = []
         var baseline: [Double] = []
+        var serverCPUSeconds: [Double] = []
         do {
             for repetition in 0..<options.repetitions {
                 baseline.append(try SQLiteDatabase.measureSingleRowDurableCommits(
                     path: workspace.file("single-row-commits.db").path, seconds: Double(options.loadSeconds)))
-                runs.append(try Wrk.run(
-                    url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds, connections: options.connections,
-                    script: script, scriptArguments: ["\(options.loadSeconds)", "\(customers)", "run\(repetition)"], workspace: workspace))
+                let (run, cpuSeconds) = try server.measuringCPU {
+                    try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds,
+                                connections: options.connections, script: script,
+                                scriptArguments: ["\(options.loadSeconds)", "\(customers)", "run\(repetition)"], workspace: workspace)
+                }
+                runs.append(run)
+                serverCPUSeconds.append(cpuSeconds)
             }
             try server.stop()
         } catch {
@@ -37,6 +42,8 @@ enum GrantsBenchmark {
                 String(format: "latency p50 %.2f ms, p99 %.2f ms (medians of the runs' wrk --latency)",
                        median(runs.map(\.latencyP50Ms)), median(runs.map(\.latencyP99Ms))),
                 "grants: \(BenchResult.rates(grantsPerSecond)); single-row commits: \(BenchResult.rates(baseline))",
+                String(format: "kakin serve CPU per grant: %.0f µs (user + system; wrk and the machine's other work share the cores)",
+                       median(zip(serverCPUSeconds, created).map { $0 / Double(max(1, $1)) * 1e6 })),
                 "\(options.loadSeconds) s of load per run over \(BenchResult.grouped(customers)) customers, then \(Wrk.drainSeconds) s for the last answers",
             ]))
 

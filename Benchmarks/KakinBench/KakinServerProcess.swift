@@ -68,6 +68,27 @@ final class KakinServerProcess {
         throw SubprocessFailure(description: "kakin serve on port \(port) never answered /healthz")
     }
 
+    /// User + system CPU time the server has used so far (Linux: /proc/PID/stat), to tell what one request costs
+    /// it apart from what wrk and the rest of the machine take.
+    var cpuSeconds: Double {
+        get throws {
+            let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+            // pid (comm) state ppid … : utime and stime are the 12th and 13th fields after the ")".
+            let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+                throw SubprocessFailure(description: "unexpected /proc/PID/stat: \(stat)")
+            }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+    }
+
+    /// `body`'s result and the server CPU time used while it ran.
+    func measuringCPU<T>(_ body: () throws -> T) throws -> (result: T, cpuSeconds: Double) {
+        let before = try cpuSeconds
+        let result = try body()
+        return (result, try cpuSeconds - before)
+    }
+
     /// SIGKILL: no shutdown code runs, whatever was in flight is cut off. Nothing when it already exited.
     func kill() {
         if process.isRunning { sendSIGKILL(process) }

@@ -22,7 +22,7 @@ enum NotificationsBenchmark {
         let poolSize = min(poolMax, poolPerSecond * options.loadSeconds)
         let poolPrefix = try writePool(workspace, count: poolSize, files: threads)
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/notifications.lua")
-        var perSecond: [Double] = [], baseline: [Double] = [], runs: [Wrk.Run] = []
+        var perSecond: [Double] = [], baseline: [Double] = [], runs: [Wrk.Run] = [], cpuPerNotification: [Double] = []
         for repetition in 0..<options.repetitions {
             baseline.append(try SQLiteDatabase.measureSingleRowDurableCommits(
                 path: workspace.file("single-row-commits.db").path, seconds: Double(options.loadSeconds)))
@@ -30,11 +30,14 @@ enum NotificationsBenchmark {
             let (config, database) = try workspace.writeConfig("notifications-\(repetition)")
             let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("notifications-\(repetition).log"))
             let run: Wrk.Run
+            let cpuSeconds: Double
             let stored: Int
             do {
-                run = try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds,
-                                  connections: options.connections, script: script,
-                                  scriptArguments: ["\(options.loadSeconds)", poolPrefix.path], workspace: workspace)
+                (run, cpuSeconds) = try server.measuringCPU {
+                    try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds,
+                                connections: options.connections, script: script,
+                                scriptArguments: ["\(options.loadSeconds)", poolPrefix.path], workspace: workspace)
+                }
                 stored = try counter("kakin_notifications_received_total", port: server.port)
                 try server.stop()
             } catch {
@@ -44,6 +47,7 @@ enum NotificationsBenchmark {
             let ok = run.scriptCounts["ok"] ?? 0, other = run.scriptCounts["other"] ?? 0
             perSecond.append(Double(ok) / (Double(run.scriptCounts["loadms"] ?? 1) / 1000))
             runs.append(run)
+            cpuPerNotification.append(cpuSeconds / Double(max(1, ok)))
             result.check("notifications run \(repetition + 1): \(BenchResult.grouped(ok)) answered 200 = \(BenchResult.grouped(stored)) stored as new, "
                          + "\(other) other answers, \(run.socketErrors) socket errors", ok == stored && other == 0 && run.socketErrors == 0)
             try? FileManager.default.removeItem(at: database)
@@ -54,6 +58,8 @@ enum NotificationsBenchmark {
             details: [
                 String(format: "latency p50 %.2f ms, p99 %.2f ms", median(runs.map(\.latencyP50Ms)), median(runs.map(\.latencyP99Ms))),
                 "notifications: \(BenchResult.rates(perSecond)); single-row commits: \(BenchResult.rates(baseline))",
+                String(format: "kakin serve CPU per notification: %.0f µs (ingesting, and processing as far as it got)",
+                       median(cpuPerNotification) * 1e6),
                 "\(BenchResult.grouped(poolSize)) pre-signed ONE_TIME_CHARGE notifications per run (a fresh database each), "
                     + "load until \(options.loadSeconds) s or the pool is used up",
             ]))

@@ -11,11 +11,15 @@ enum ReadsBenchmark {
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("reads.log"))
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
         let url = "http://127.0.0.1:\(server.port)"
-        func load(_ path: String, _ scriptArguments: [String]?) throws -> Wrk.Run {
-            try Wrk.run(url: url + path, seconds: options.loadSeconds, connections: options.connections,
-                        script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
+        /// A wrk run, and the server CPU time per request it answered.
+        func load(_ path: String, _ scriptArguments: [String]?) throws -> (run: Wrk.Run, cpuPerRequest: Double) {
+            let (run, cpuSeconds) = try server.measuringCPU {
+                try Wrk.run(url: url + path, seconds: options.loadSeconds, connections: options.connections,
+                            script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
+            }
+            return (run, cpuSeconds / Double(max(1, run.requests)))
         }
-        var healthz: [Wrk.Run] = [], wallet: [Wrk.Run] = [], status: [Wrk.Run] = []
+        var healthz: [(run: Wrk.Run, cpuPerRequest: Double)] = [], wallet = healthz, status = healthz
         do {
             try seedCustomers(port: server.port)
             for _ in 0..<options.repetitions {
@@ -30,18 +34,23 @@ enum ReadsBenchmark {
         }
 
         var result = BenchResult()
-        let healthzPerSecond = median(healthz.map(\.requestsPerSecond))
-        func figure(_ name: String, _ runs: [Wrk.Run], goal: Double?) -> Figure {
-            Figure(name: name, value: median(runs.map(\.requestsPerSecond)), baselineName: "GET /healthz", baselineValue: healthzPerSecond,
-                   goal: goal, details: [
-                       String(format: "latency p50 %.2f ms, p99 %.2f ms; healthz p50 %.2f ms, p99 %.2f ms", median(runs.map(\.latencyP50Ms)),
-                              median(runs.map(\.latencyP99Ms)), median(healthz.map(\.latencyP50Ms)), median(healthz.map(\.latencyP99Ms))),
-                       "runs: \(BenchResult.rates(runs.map(\.requestsPerSecond))); healthz: \(BenchResult.rates(healthz.map(\.requestsPerSecond)))",
-                   ])
+        let healthzRuns = healthz.map(\.run)
+        func figure(_ name: String, _ measured: [(run: Wrk.Run, cpuPerRequest: Double)], goal: Double?) -> Figure {
+            let runs = measured.map(\.run)
+            return Figure(
+                name: name, value: median(runs.map(\.requestsPerSecond)), baselineName: "GET /healthz",
+                baselineValue: median(healthzRuns.map(\.requestsPerSecond)), goal: goal,
+                details: [
+                    String(format: "latency p50 %.2f ms, p99 %.2f ms; healthz p50 %.2f ms, p99 %.2f ms", median(runs.map(\.latencyP50Ms)),
+                           median(runs.map(\.latencyP99Ms)), median(healthzRuns.map(\.latencyP50Ms)), median(healthzRuns.map(\.latencyP99Ms))),
+                    "runs: \(BenchResult.rates(runs.map(\.requestsPerSecond))); healthz: \(BenchResult.rates(healthzRuns.map(\.requestsPerSecond)))",
+                    String(format: "kakin serve CPU per request: %.0f µs (healthz %.0f µs)", median(measured.map(\.cpuPerRequest)) * 1e6,
+                           median(healthz.map(\.cpuPerRequest)) * 1e6),
+                ])
         }
         result.figures.append(figure("wallet reads over HTTP (\(options.connections) connections)", wallet, goal: 0.4))
         result.figures.append(figure("status reads over HTTP (\(options.connections) connections)", status, goal: nil))
-        let all = healthz + wallet + status
+        let all = (healthz + wallet + status).map(\.run)
         let non2xx = all.map(\.non2xx).reduce(0, +)
         let socketErrors = all.map(\.socketErrors).reduce(0, +)
         result.check("reads: wrk saw \(non2xx) non-2xx answers and \(socketErrors) socket errors", non2xx == 0 && socketErrors == 0)

@@ -10,7 +10,11 @@ enum Subprocess {
         /// Standard output, unless it was sent to a file.
         var output: String
         var exitStatus: Int32
+        /// Wall-clock time from start to exit.
         var seconds: Double
+        /// User + system CPU time the program used (all its threads); right only when no other child
+        /// of this process ends meanwhile, as the benchmarks arrange.
+        var cpuSeconds: Double
     }
 
     enum Output {
@@ -48,6 +52,7 @@ enum Subprocess {
         case .discarded:
             process.standardOutput = FileHandle.nullDevice
         }
+        let cpuBefore = childrenCPUSeconds()
         let clock = ContinuousClock()
         let start = clock.now
         try process.run()
@@ -58,7 +63,8 @@ enum Subprocess {
         guard process.terminationReason == .exit, allowedExitStatuses.contains(process.terminationStatus) else {
             throw SubprocessFailure(description: "\(arguments.prefix(3).joined(separator: " ")) … failed (status \(process.terminationStatus)): \(tail(of: errorLog))")
         }
-        return Finished(output: String(decoding: captured, as: UTF8.self), exitStatus: process.terminationStatus, seconds: seconds)
+        return Finished(output: String(decoding: captured, as: UTF8.self), exitStatus: process.terminationStatus, seconds: seconds,
+                        cpuSeconds: childrenCPUSeconds() - cpuBefore)
     }
 
     /// An empty file at `url` (truncating one that exists), open for writing.
@@ -67,6 +73,18 @@ enum Subprocess {
             throw SubprocessFailure(description: "cannot create \(url.path)")
         }
         return try FileHandle(forWritingTo: url)
+    }
+
+    /// CPU time used by this process's children that have ended and been waited for.
+    static func childrenCPUSeconds() -> Double {
+        var usage = rusage()
+        #if canImport(Glibc)
+            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        #else
+            getrusage(RUSAGE_CHILDREN, &usage)
+        #endif
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// The last lines of a log file, for error messages.

@@ -9,6 +9,8 @@ enum Wrk {
     struct Run {
         /// wrk's own "Requests/sec" (every answered request over the whole duration).
         var requestsPerSecond: Double
+        /// Requests answered.
+        var requests: Int
         var latencyP50Ms: Double
         var latencyP99Ms: Double
         var non2xx: Int
@@ -35,7 +37,7 @@ enum Wrk {
     static func threadCount(connections: Int) -> Int { max(1, min(connections, ProcessInfo.processInfo.activeProcessorCount)) }
 
     static func parse(_ output: String) throws -> Run {
-        var run = Run(requestsPerSecond: 0, latencyP50Ms: 0, latencyP99Ms: 0, non2xx: 0, socketErrors: 0, scriptCounts: [:])
+        var run = Run(requestsPerSecond: 0, requests: 0, latencyP50Ms: 0, latencyP99Ms: 0, non2xx: 0, socketErrors: 0, scriptCounts: [:])
         var sawRate = false
         for line in output.split(separator: "\n") {
             let words = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -47,6 +49,8 @@ enum Wrk {
                 run.requestsPerSecond = Double(words.last!) ?? 0
                 sawRate = true
             case "Non-2xx": run.non2xx = Int(words.last!) ?? 0
+            case _ where words.count > 2 && words[1] == "requests" && words[2] == "in":  // 123456 requests in 10.00s, 12.34MB read
+                run.requests = Int(first) ?? 0
             case "Socket":  // Socket errors: connect 0, read 0, write 0, timeout 0
                 run.socketErrors = words.compactMap { Int($0.trimmingCharacters(in: [","])) }.reduce(0, +)
             case "kakin-bench":
