@@ -35,7 +35,11 @@ struct CrashTest {
         do {
             for round in 1...options.rounds {
                 let loadSeconds = Double.random(in: (Double(options.loadSeconds) / 2)...Double(options.loadSeconds))
-                let operations = load(round: round, port: server.port, transactionIds: transactionIds, thenKill: server, after: loadSeconds)
+                guard let operations = load(round: round, port: server.port, transactionIds: transactionIds, thenKill: server, after: loadSeconds) else {
+                    violations.append("round \(round): kakin serve exited by itself before the kill (status \(server.process.terminationStatus)): "
+                                      + Subprocess.tail(of: server.log))
+                    break
+                }
                 server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: log(round))
                 var summary = RoundSummary()
                 for settled in settle(operations, port: server.port) {
@@ -54,7 +58,7 @@ struct CrashTest {
                       + "ledger check \(checkAnswer.status == 200 ? "ok" : "FAILED"), violations so far: \(violations.count)")
                 totals.merge(summary)
             }
-            try server.stop()
+            if server.process.isRunning { try server.stop() }
         } catch {
             server.kill()
             throw error
@@ -76,8 +80,9 @@ struct CrashTest {
 
     // MARK: Load, then SIGKILL
 
-    /// Runs the clients against `server` and SIGKILLs it after `seconds`; every operation the clients attempted.
-    func load(round: Int, port: Int, transactionIds: TransactionIDs, thenKill server: KakinServerProcess, after seconds: Double) -> [CrashOperation] {
+    /// Runs the clients against `server` and SIGKILLs it after `seconds`; every operation the clients attempted,
+    /// or nil when the server had exited by itself before the kill.
+    func load(round: Int, port: Int, transactionIds: TransactionIDs, thenKill server: KakinServerProcess, after seconds: Double) -> [CrashOperation]? {
         let stop = StopFlag()
         let collected = Collected<CrashOperation>()
         let appStore = workspace.appStore
@@ -86,10 +91,11 @@ struct CrashTest {
                                                      transactionIds: transactionIds).run(until: stop))
         }
         Thread.sleep(forTimeInterval: seconds)
+        let exitedByItself = !server.process.isRunning
         server.kill()
         stop.set()
         clients.wait()
-        return collected.all
+        return exitedByItself ? nil : collected.all
     }
 
     // MARK: After the restart

@@ -33,7 +33,7 @@ enum GrantsBenchmark {
         }
 
         var result = BenchResult()
-        let created = runs.map { $0.scriptCounts["created"] ?? 0 }
+        let created = try runs.map { try $0.count("created") }
         let grantsPerSecond = created.map { Double($0) / Double(options.loadSeconds) }
         result.figures.append(Figure(
             name: "durable grants over HTTP (\(options.connections) connections)", value: median(grantsPerSecond),
@@ -49,7 +49,7 @@ enum GrantsBenchmark {
 
         let answered201 = created.reduce(0, +)
         let non2xx = runs.map(\.non2xx).reduce(0, +)
-        let otherThan201 = runs.map { $0.scriptCounts["other"] ?? 0 }.reduce(0, +)
+        let otherThan201 = try runs.map { try $0.count("other") }.reduce(0, +)
         let socketErrors = runs.map(\.socketErrors).reduce(0, +)
         let report = try workspace.ledgerCheck(database: database)
         let entries = report["entries"]?.intValue ?? -1

@@ -94,9 +94,9 @@ final class KakinServerProcess {
         if process.isRunning { sendSIGKILL(process) }
     }
 
-    /// SIGTERM: the graceful shutdown `kakin serve` does on a deploy.
+    /// SIGTERM: the graceful shutdown `kakin serve` does on a deploy. Throws when it had already exited.
     func stop() throws {
-        process.terminate()
+        if process.isRunning { process.terminate() }
         process.waitUntilExit()
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             throw SubprocessFailure(description: "kakin serve did not stop cleanly (status \(process.terminationStatus)): \(Subprocess.tail(of: log))")

@@ -44,8 +44,8 @@ enum NotificationsBenchmark {
                 server.kill()
                 throw error
             }
-            let ok = run.scriptCounts["ok"] ?? 0, other = run.scriptCounts["other"] ?? 0
-            perSecond.append(Double(ok) / (Double(run.scriptCounts["loadms"] ?? 1) / 1000))
+            let ok = try run.count("ok"), other = try run.count("other")
+            perSecond.append(Double(ok) / (Double(max(1, try run.count("loadms"))) / 1000))
             runs.append(run)
             cpuPerNotification.append(cpuSeconds / Double(max(1, ok)))
             result.check("notifications run \(repetition + 1): \(BenchResult.grouped(ok)) answered 200 = \(BenchResult.grouped(stored)) stored as new, "

@@ -18,6 +18,12 @@ enum Wrk {
         var socketErrors: Int
         /// `key=value` pairs a script's done() printed on a line starting with "kakin-bench".
         var scriptCounts: [String: Int]
+
+        /// One of the script's counts; a script that printed none failed.
+        func count(_ key: String) throws -> Int {
+            guard let n = scriptCounts[key] else { throw SubprocessFailure(description: "the wrk script printed no \(key) count") }
+            return n
+        }
     }
 
     /// Runs wrk with `--latency` against `url` with one thread per core (at most one per connection).
