@@ -26,8 +26,14 @@ public struct RandomIDGenerator: IDGenerator {
             t /= 36
         }
         out.append(contentsOf: stamp.reversed())
+        // 12 base-36 characters from two 64-bit draws (one getrandom call each, not one per character).
         var rng = SystemRandomNumberGenerator()
-        for _ in 0..<12 { out.append(Self.alphabet[Int(rng.next() % 36)]) }
+        for var word in [rng.next() as UInt64, rng.next() as UInt64] {
+            for _ in 0..<6 {
+                out.append(Self.alphabet[Int(word % 36)])
+                word /= 36
+            }
+        }
         return String(decoding: out, as: UTF8.self)
     }
 }

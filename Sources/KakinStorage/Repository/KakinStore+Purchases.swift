@@ -55,22 +55,20 @@ extension KakinStore {
     /// never credit twice or acknowledge without crediting.
     public func applyPurchase(_ request: PurchaseApplication) async throws(KakinError) -> PurchaseOutcome {
         let now = clock.nowMs()
-        let token = ids.uuid()
-        let entryId = ids.id(prefix: "le_")
+        let ids = ids
         return try await write { db in
-            try Self.applyPurchase(db, request, nowMs: now, newCustomerToken: token, entryId: entryId)
+            try Self.applyPurchase(db, request, nowMs: now, ids: ids)
         }
     }
 
-    static func applyPurchase(_ db: SQLConnection, _ r: PurchaseApplication, nowMs: Int64, newCustomerToken: String,
-                              entryId: String) throws -> PurchaseOutcome {
+    static func applyPurchase(_ db: SQLConnection, _ r: PurchaseApplication, nowMs: Int64, ids: any IDGenerator) throws -> PurchaseOutcome {
         let tx = r.transaction
-        _ = try ensureCustomer(db, r.customerId, token: newCustomerToken, nowMs: nowMs)
+        _ = try ensureCustomer(db, r.customerId, newToken: ids.uuid, nowMs: nowMs)
         try storeTransaction(db, tx, jws: r.jws, nowMs: nowMs)
         try linkOwnership(db, tx, customerId: r.customerId, policy: r.transferPolicy, nowMs: nowMs)
 
         if let existing = try appliedPurchase(db, tx.transactionId) {
-            try reconcileRefunds(db, tx.transactionId, policy: r.walletPolicy, nowMs: nowMs, entryId: entryId)
+            try reconcileRefunds(db, tx.transactionId, policy: r.walletPolicy, nowMs: nowMs, entryId: ids.id(prefix: "le_"))
             return .alreadyProcessed(existing)
         }
         // The newest stored copy decides (a refund may have arrived before the purchase was presented).
@@ -104,7 +102,7 @@ extension KakinStore {
             var detail: [String: JSONValue] = ["productId": .string(tx.productId), "quantity": .int(Int64(tx.quantity)), "via": .string(r.via)]
             if let p = r.purchaseProcessId { detail["purchaseProcessId"] = .string(p) }
             _ = try moveCoins(db, LedgerMovement(
-                entryId: entryId, customerId: r.customerId, atMs: nowMs, kind: .purchase, paid: credit.paid, free: credit.free,
+                entryId: ids.id(prefix: "le_"), customerId: r.customerId, atMs: nowMs, kind: .purchase, paid: credit.paid, free: credit.free,
                 reference: tx.transactionId, effectKey: "purchase:\(tx.transactionId)",
                 priceMilli: tx.price, currency: tx.currency, detail: .object(detail)))
         }

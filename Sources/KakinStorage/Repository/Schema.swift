@@ -57,7 +57,7 @@ enum Schema {
                 updated_ms INTEGER NOT NULL
             );
             CREATE INDEX transactions_by_original ON transactions(original_transaction_id);
-            CREATE INDEX transactions_by_customer ON transactions(customer_id);
+            CREATE INDEX transactions_by_customer ON transactions(customer_id, product_type);
             CREATE TABLE original_links (
                 original_transaction_id TEXT PRIMARY KEY,
                 customer_id TEXT NOT NULL REFERENCES customers(customer_id),
