@@ -28,7 +28,11 @@ final class LocalMode: Sendable {
         return c
     }
 
-    init(configuration: Configuration, logger: Logger) throws {
+    /// - Parameters:
+    ///   - simulatorConfiguration: the simulated App Store (its catalog should be the app's).
+    ///   - simulatorStartMs: where a new simulated clock starts (default: now).
+    init(configuration: Configuration, simulatorConfiguration: SimulatorConfiguration = SimulatorConfiguration(),
+         simulatorStartMs: Int64? = nil, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
         if case .sqlite(let path) = configuration.database {
@@ -47,7 +51,8 @@ final class LocalMode: Sendable {
             simulator = try AppStoreSimulator(stateFile: [UInt8](bytes), sink: sink)
             logger.info("simulator state loaded", ["simulator.stateFile": .string(stateFile)])
         } else {
-            simulator = try AppStoreSimulator(configuration: SimulatorConfiguration(), sink: sink)
+            simulator = try AppStoreSimulator(configuration: simulatorConfiguration,
+                                              clock: simulatorStartMs.map { SimulatedClock(startMs: $0) }, sink: sink)
         }
     }
 

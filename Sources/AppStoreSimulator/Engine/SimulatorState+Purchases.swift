@@ -156,7 +156,7 @@ extension SimulatorState {
             autoRenewStatus: true, autoRenewProductId: product.productId, pendingOffer: nil,
             runningOffer: left > 0 ? applied : nil, runningOfferPeriodsLeft: left, phase: .active, failNextRenewal: false,
             recentStartDate: recentStart, extensionDates: existing?.extensionDates ?? [], priceOverrideMilli: nil, priceIncrease: nil,
-            productNotForSale: false, autoRenewBeforeRevocation: nil, renewalJWS: "", renewalSignedDate: nowMs)
+            productNotForSale: false, autoRenewBeforeRevocation: nil, renewalJWS: "", renewalSignedDate: nowMs - 1)  // first signed by resignRenewal, at now
         emit(.subscribed, existing == nil ? .initialBuy : .resubscribe, transactionId: tid, subscription: otid)
         return ActionOutcome(kind: existing == nil ? .purchased : .resubscribed, transactionId: tid, originalTransactionId: otid, effectiveDateMs: start)
     }

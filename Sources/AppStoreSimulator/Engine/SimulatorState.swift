@@ -109,6 +109,11 @@ struct SimulatorState: Sendable {
 
     // MARK: - Signing
 
+    /// The `signedDate` of a new signature of something last signed at `previous`: now, or 1 ms later than
+    /// the previous signature when the clock has not moved since. Each copy is strictly newer than the one
+    /// it replaces, as at Apple, so "newer signed data wins" always has a winner.
+    func resigningMs(after previous: Int64) -> Int64 { max(nowMs, previous + 1) }
+
     mutating func nextModifiedSeq() -> Int64 {
         store.modifiedCounter += 1
         return store.modifiedCounter
@@ -117,7 +122,7 @@ struct SimulatorState: Sendable {
     /// Re-signs a transaction now (signedDate = now) and bumps its last-modified order.
     mutating func resign(transaction id: String) {
         guard var tx = store.transactions[id] else { return }
-        tx.signedDate = nowMs
+        tx.signedDate = resigningMs(after: tx.signedDate)
         tx.modifiedSeq = nextModifiedSeq()
         tx.jws = signer.sign(tx.payload(config))
         store.transactions[id] = tx
@@ -125,7 +130,7 @@ struct SimulatorState: Sendable {
 
     mutating func resignRenewal(_ otid: String) {
         guard var sub = store.subscriptions[otid] else { return }
-        sub.renewalSignedDate = nowMs
+        sub.renewalSignedDate = resigningMs(after: sub.renewalSignedDate)
         sub.renewalJWS = signer.sign(renewalPayload(sub))
         store.subscriptions[otid] = sub
     }
@@ -244,14 +249,15 @@ struct SimulatorState: Sendable {
     mutating func enqueue(_ type: NotificationType, _ subtype: NotificationSubtype?, body: (String, JSONValue), account: String?,
                           transactionId: String?, originalTransactionId: String?) -> String {
         let uuid = store.ids.uuid()
+        let signedDate = nowMs
         var payload: [String: JSONValue] = [
             "notificationType": .string(type.rawValue), "notificationUUID": .string(uuid), "version": "2.0",
-            "signedDate": .int(nowMs), body.0: body.1,
+            "signedDate": .int(signedDate), body.0: body.1,
         ]
         if let subtype { payload["subtype"] = .string(subtype.rawValue) }
         store.notificationSeq += 1
         store.notifications.append(SimNotification(
-            notificationUUID: uuid, notificationType: type.rawValue, subtype: subtype?.rawValue, signedDate: nowMs,
+            notificationUUID: uuid, notificationType: type.rawValue, subtype: subtype?.rawValue, signedDate: signedDate,
             jws: signer.sign(.object(payload)), accountKey: account, transactionId: transactionId,
             originalTransactionId: originalTransactionId, attempts: [], nextAttemptMs: nowMs, inFlight: false, seq: store.notificationSeq))
         trimNotifications()

@@ -92,7 +92,8 @@ extension KakinStore {
         try await write { db in try Self.storeTransaction(db, tx, jws: jws, nowMs: now) }
     }
 
-    /// Keeps the newest renewal info of each subscription (by `signedDate`).
+    /// Keeps the newest renewal info of each subscription (by `signedDate`; equal dates by the JWS text, the
+    /// same tie-break as the status engine, so arrival order never matters).
     public func storeRenewalInfo(_ info: RenewalInfoPayload, jws: String) async throws(KakinError) {
         let now = clock.nowMs()
         try await write { db in
@@ -101,6 +102,7 @@ extension KakinStore {
                 ON CONFLICT (original_transaction_id) DO UPDATE SET signed_date_ms = excluded.signed_date_ms,
                     environment = excluded.environment, jws = excluded.jws, updated_ms = excluded.updated_ms
                 WHERE excluded.signed_date_ms > renewal_infos.signed_date_ms
+                   OR (excluded.signed_date_ms = renewal_infos.signed_date_ms AND excluded.jws > renewal_infos.jws)
                 """, [.text(info.originalTransactionId), .integer(info.signedDate), .text(info.environment.rawValue), .text(jws), .integer(now)])
         }
     }

@@ -121,7 +121,8 @@ extension KakinStore {
                                appliedAtMs: row.int("applied_at_ms") ?? 0)
     }
 
-    /// Keeps the newest signed copy of each transaction (by `signedDate`), so arrival order never matters.
+    /// Keeps the newest signed copy of each transaction (by `signedDate`; equal dates by the JWS text), so
+    /// arrival order never matters.
     static func storeTransaction(_ db: SQLConnection, _ tx: TransactionPayload, jws: String, nowMs: Int64) throws {
         try db.execute("""
             INSERT INTO transactions (transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment,
@@ -134,6 +135,7 @@ extension KakinStore {
                 revocation_date_ms = excluded.revocation_date_ms, signed_date_ms = excluded.signed_date_ms,
                 app_account_token = excluded.app_account_token, jws = excluded.jws, updated_ms = excluded.updated_ms
             WHERE excluded.signed_date_ms > transactions.signed_date_ms
+               OR (excluded.signed_date_ms = transactions.signed_date_ms AND excluded.jws > transactions.jws)
             """, [.text(tx.transactionId), .text(tx.originalTransactionId), .text(tx.bundleId), .text(tx.productId),
                   .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
                   SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
