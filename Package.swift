@@ -28,18 +28,18 @@ let package = Package(
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
-        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"]),
+        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: routes, config, auth, pipelines.
         .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
-        .executableTarget(name: "KakinBench", dependencies: ["KakinServer"], path: "Benchmarks/KakinBench"),
+        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
-        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer"]),
     ]
 )

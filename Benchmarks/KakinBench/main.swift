@@ -1,1 +1,60 @@
-print("bench")
+import Foundation
+
+// kakin-bench: programs that prove two of Kakin's promises against the real release binary. Figures
+// are printed beside baselines measured in the same run; the crash test SIGKILLs the server under load
+// and checks the ledger. See Benchmarks/README.md.
+
+signal(SIGPIPE, SIG_IGN)  // a server that went away must surface as a failed send, not kill the benchmark
+
+/// Each figure's benchmark, in the order `all` runs them. A new figure is a function here.
+let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOptions) throws -> BenchResult)] = [
+    (.verify, VerifyBenchmark.run),
+    (.grants, GrantsBenchmark.run),
+    (.reads, ReadsBenchmark.run),
+    (.notifications, NotificationsBenchmark.run),
+]
+
+@MainActor
+func runFigures(_ options: BenchOptions, in workspace: BenchWorkspace) throws -> Bool {
+    var result = BenchResult()
+    for benchmark in benchmarks where options.command == .all || options.command == benchmark.command {
+        result.append(try benchmark.run(workspace, options))
+    }
+    let date = ISO8601DateFormatter().string(from: Date())
+    print(result.printed(title: "kakin-bench \(options.command.rawValue) — \(date)", repetitions: options.repetitions))
+    return result.passed
+}
+
+/// Runs the command in a fresh workspace; kept for a look when something failed, or on request.
+@MainActor
+func runCommand(_ options: BenchOptions) throws -> Bool {
+    let workspace = try BenchWorkspace(kakin: options.kakin)
+    let passed: Bool
+    do {
+        passed = options.command == .crashTest
+            ? try CrashTest(workspace: workspace, options: options).run() : try runFigures(options, in: workspace)
+    } catch {
+        print("Kept the workspace: \(workspace.directory.path)")
+        throw error
+    }
+    if passed && !options.keepWorkspace {
+        workspace.remove()
+    } else {
+        print("Kept the workspace: \(workspace.directory.path)")
+    }
+    return passed
+}
+
+do {
+    guard let options = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
+        print(BenchOptions.usage)
+        exit(0)
+    }
+    exit(try runCommand(options) ? 0 : 1)
+} catch let error as UsageError {
+    FileHandle.standardError.write(Data("kakin-bench: \(error) (see kakin-bench --help)\n".utf8))
+    exit(2)
+} catch {
+    FileHandle.standardError.write(Data("kakin-bench: \(error)\n".utf8))
+    exit(1)
+}

@@ -27,6 +27,10 @@ public final class KakinApp: Sendable {
     public let clock: any Clock
     public let logger: Logger
     public let metrics = Metrics()
+    /// Applies stored notifications in the background.
+    public let notificationWorker = NotificationWorker()
+    /// Schedules processing retries in real time, whatever clock the business logic runs on.
+    let retryClock: any Clock = SystemClock()
     let settings: Settings
     let appsByBundle: [String: Configuration.App]
     /// Every group of every app's catalog, for eligibility answers.

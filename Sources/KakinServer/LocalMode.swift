@@ -1,36 +1,101 @@
 import AppStoreSecurity
+import AppStoreSimulator
+import Foundation
+import HTTPServer
 import KakinCore
+import Synchronization
 
-/// Local mode (interim until the simulator is wired): SQLite, the demo catalog, a local signing CA trusted.
+/// Local mode, the newcomer's first run: SQLite, the demo catalog, and the App Store simulator mounted
+/// in-process under `/simulator/`. Kakin trusts only the simulator's CA, runs on the simulator's clock
+/// (statuses follow simulated time), and receives its notifications directly. The simulator's state is
+/// kept beside the database so a restart keeps the same CA, clock and purchases.
 final class LocalMode: Sendable {
     let configuration: Configuration
-    let ca: SigningCertificateAuthority
+    let simulator: AppStoreSimulator
+    let stateFile: String?
     let logger: Logger
+    /// Kakin's handler, known only once the runtime has started; notifications sent before that wait.
+    private let kakinHandler = LateHandler()
+
+    final class LateHandler: Sendable {
+        let handler = Mutex<HTTPHandler?>(nil)
+    }
 
     static func configuration() -> Configuration {
         var c = Configuration()
-        c.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox], catalog: .demo)]
+        c.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
+                                    catalog: .demo)]
         return c
     }
 
     init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        self.ca = try SigningCertificateAuthority(nowMs: SystemClock().nowMs())
+        if case .sqlite(let path) = configuration.database {
+            stateFile = path + ".simulator.json"
+        } else {
+            stateFile = nil
+        }
+        let handlerBox = kakinHandler
+        let sink = InProcessNotificationSink { request in
+            guard let handler = handlerBox.handler.withLock({ $0 }) else {
+                return HTTPResponse.text("starting", status: 503)
+            }
+            return await handler(request)
+        }
+        if let stateFile, let bytes = FileManager.default.contents(atPath: stateFile) {
+            simulator = try AppStoreSimulator(stateFile: [UInt8](bytes), sink: sink)
+            logger.info("simulator state loaded", ["simulator.stateFile": .string(stateFile)])
+        } else {
+            simulator = try AppStoreSimulator(configuration: SimulatorConfiguration(), sink: sink)
+        }
     }
 
     func runtimeOptions() -> KakinRuntime.Options {
-        KakinRuntime.Options(configuration: configuration, defaultRootsDER: [ca.rootDER], logger: logger)
+        let simulator = simulator
+        return KakinRuntime.Options(
+            configuration: configuration, defaultRootsDER: [simulator.rootCertificateDER], clock: simulator.clock, logger: logger,
+            extraRoutes: { router in
+                for method in ["GET", "POST", "PUT", "DELETE"] {
+                    router.add(method, "/simulator/{rest...}") { request, _ in await simulator.handle(request) }
+                }
+            })
     }
 
-    func attach(to runtime: KakinRuntime) async throws {}
-    func stop() async {}
-    func banner(port: Int) -> String { "Kakin (local mode) on http://127.0.0.1:\(port)" }
-}
+    /// Connects the simulator's notifications to the running server and points Kakin's App Store Server
+    /// API client at the simulator.
+    func attach(to runtime: KakinRuntime) async throws {
+        let app = runtime.app
+        kakinHandler.handler.withLock { $0 = { request in await app.handle(request) } }
+    }
 
-enum SimulatorCommandEntry {
-    static func run(arguments: [String]) async -> Int32 {
-        Console.err("kakin simulator: not built yet")
-        return 1
+    /// Saves the simulator's state for the next run.
+    func stop() async {
+        guard let stateFile else { return }
+        do {
+            try Data(simulator.snapshot()).write(to: URL(fileURLWithPath: stateFile), options: .atomic)
+        } catch {
+            logger.error("could not save the simulator state", ["simulator.stateFile": .string(stateFile), "error": .string("\(error)")])
+        }
+    }
+
+    func banner(port: Int) -> String {
+        let b = "http://127.0.0.1:\(port)"
+        return """
+            Kakin is running in local mode on \(b)
+              SQLite database, demo catalog (bundle \(Catalog.demoBundleId)), App Store simulator at \(b)/simulator/
+              (loopback only, no credentials; Ctrl-C stops and saves the simulator's state)
+
+            Try it:
+              # 1. the app asks who the customer is (creates u1 and its appAccountToken)
+              curl -s \(b)/v1/customers/u1
+              # 2. buy 500 coins in the simulated App Store with that token, then hand the signed transaction to Kakin
+              T=$(curl -s \(b)/v1/customers/u1 | sed 's/.*"appAccountToken":"\\([^"]*\\)".*/\\1/')
+              JWS=$(curl -s -X POST \(b)/simulator/v1/purchases -d "{\\"productId\\":\\"coins.500\\",\\"appAccountToken\\":\\"$T\\"}" | sed 's/.*"signedTransaction":"\\([^"]*\\)".*/\\1/')
+              curl -s -X POST \(b)/v1/customers/u1/transactions -H 'Content-Type: application/json' -d "{\\"signedTransaction\\":\\"$JWS\\"}"
+              # 3. spend 120 of them on a stamp for program 1
+              curl -s -X POST \(b)/v1/customers/u1/wallet/spend -H 'Content-Type: application/json' -H 'Idempotency-Key: stamp-1' \\
+                -d '{"amount": 120, "item": "stamp.heart", "recipient": "program:1"}'
+            """
     }
 }

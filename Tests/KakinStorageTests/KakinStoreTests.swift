@@ -38,11 +38,12 @@ func withStore(_ body: (KakinStore) async throws -> Void) async throws {
 let coins100 = Product(productId: "coins.100", kind: .consumable, coins: 100, bonusCoins: 10, priceMilli: 120_000, currency: "JPY")
 
 func transaction(_ id: String, product: String = "coins.100", token: String? = nil, original: String? = nil,
-                 signedDate: Int64 = 1_790_000_000_000, revokedAt: Int64? = nil, quantity: Int = 1) -> TransactionPayload {
+                 signedDate: Int64 = 1_790_000_000_000, revokedAt: Int64? = nil, quantity: Int = 1,
+                 type: AppleProductType = .consumable) -> TransactionPayload {
     var o: [String: JSONValue] = [
         "transactionId": .string(id), "originalTransactionId": .string(original ?? id), "bundleId": "com.example",
         "productId": .string(product), "purchaseDate": .int(1_789_999_000_000), "quantity": .int(Int64(quantity)),
-        "type": "Consumable", "inAppOwnershipType": "PURCHASED", "signedDate": .int(signedDate), "environment": "Sandbox",
+        "type": .string(type.rawValue), "inAppOwnershipType": "PURCHASED", "signedDate": .int(signedDate), "environment": "Sandbox",
         "price": 120000, "currency": "JPY",
     ]
     if let token { o["appAccountToken"] = .string(token) }
@@ -131,7 +132,7 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         try await withStore { store async throws in
             let sub = Product(productId: "premium", kind: .autoRenewable, groupId: "g", period: ISOPeriod(months: 1))
             func app(_ c: String, _ id: String, _ p: TransferPolicy) -> PurchaseApplication {
-                var a = purchase(c, transaction(id, product: "premium", original: "7000"), policy: p)
+                var a = purchase(c, transaction(id, product: "premium", original: "7000", type: .autoRenewable), policy: p)
                 a.product = sub
                 return a
             }

@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import Foundation
 import KakinCore
 
@@ -108,7 +109,7 @@ public enum KakinCommand {
         case "errors":
             return ErrorsCommand.run(arguments: rest)
         case "simulator":
-            return await SimulatorCommandEntry.run(arguments: rest)
+            return await SimulatorCommand.run(arguments: rest)
         default:
             Console.err("kakin: unknown command \(command) (see kakin --help)")
             return 2

@@ -1,4 +1,5 @@
 import AppStoreSecurity
+import AppStoreSimulator
 import Dispatch
 import Foundation
 import HTTPServer
@@ -67,6 +68,7 @@ public final class KakinRuntime: Sendable {
             await database.close()
             throw error
         }
+        app.notificationWorker.start { [app] in await app.processDueNotifications() }
         return KakinRuntime(app: app, server: server, database: database)
     }
 
@@ -82,6 +84,7 @@ public final class KakinRuntime: Sendable {
     /// Graceful stop: finish in-flight requests, then close the database.
     public func shutdown(gracePeriodSeconds: Double = 10) async {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
+        await app.notificationWorker.stop()
         await database.close()
     }
 }

@@ -14,6 +14,7 @@ extension KakinApp {
         r.add("POST", "/v1/customers/{customerId}/wallet/grants") { [unowned self] req, p in await self.postGrant(req, p) }
         r.add("GET", "/v1/customers/{customerId}/wallet/ledger") { [unowned self] req, p in await self.getLedger(req, p) }
         r.add("GET", "/v1/recipients/{recipient}/support") { [unowned self] req, p in await self.getRecipientSupport(req, p) }
+        r.add("POST", "/v1/notifications/appstore") { [unowned self] req, p in await self.postNotification(req, p) }
         r.add("GET", "/v1/admin/ledger/check") { [unowned self] req, p in await self.getLedgerCheck(req, p) }
     }
 

@@ -1,12 +1,11 @@
+import AppStoreSimulator
 import Foundation
 import KakinCore
 import Synchronization
 
-/// The real clock. (Local mode uses the simulator's clock instead, so statuses follow simulated time.)
-public struct SystemClock: Clock {
-    public init() {}
-    public func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-}
+/// The real clock (the simulator's `WallClock`). Local mode uses the simulator's clock instead, so
+/// statuses follow simulated time.
+public typealias SystemClock = WallClock
 
 /// Random identifiers: UUIDs for app account tokens, and prefixed ids that sort by creation time
 /// (`sp_…`, `le_…`) so support can read them in order.
@@ -27,8 +26,14 @@ public struct RandomIDGenerator: IDGenerator {
             t /= 36
         }
         out.append(contentsOf: stamp.reversed())
+        // 12 base-36 characters from two 64-bit draws (one getrandom call each, not one per character).
         var rng = SystemRandomNumberGenerator()
-        for _ in 0..<12 { out.append(Self.alphabet[Int(rng.next() % 36)]) }
+        for var word in [rng.next() as UInt64, rng.next() as UInt64] {
+            for _ in 0..<6 {
+                out.append(Self.alphabet[Int(word % 36)])
+                word /= 36
+            }
+        }
         return String(decoding: out, as: UTF8.self)
     }
 }

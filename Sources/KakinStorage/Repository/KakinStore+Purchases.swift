@@ -55,26 +55,25 @@ extension KakinStore {
     /// never credit twice or acknowledge without crediting.
     public func applyPurchase(_ request: PurchaseApplication) async throws(KakinError) -> PurchaseOutcome {
         let now = clock.nowMs()
-        let token = ids.uuid()
-        let entryId = ids.id(prefix: "le_")
+        let ids = ids
         return try await write { db in
-            try Self.applyPurchase(db, request, nowMs: now, newCustomerToken: token, entryId: entryId)
+            try Self.applyPurchase(db, request, nowMs: now, ids: ids)
         }
     }
 
-    static func applyPurchase(_ db: SQLConnection, _ r: PurchaseApplication, nowMs: Int64, newCustomerToken: String,
-                              entryId: String) throws -> PurchaseOutcome {
+    static func applyPurchase(_ db: SQLConnection, _ r: PurchaseApplication, nowMs: Int64, ids: any IDGenerator) throws -> PurchaseOutcome {
         let tx = r.transaction
-        _ = try ensureCustomer(db, r.customerId, token: newCustomerToken, nowMs: nowMs)
+        _ = try ensureCustomer(db, r.customerId, newToken: ids.uuid, nowMs: nowMs)
         try storeTransaction(db, tx, jws: r.jws, nowMs: nowMs)
         try linkOwnership(db, tx, customerId: r.customerId, policy: r.transferPolicy, nowMs: nowMs)
 
         if let existing = try appliedPurchase(db, tx.transactionId) {
-            if tx.isRevoked { try applyRevocation(db, tx, policy: r.walletPolicy, nowMs: nowMs, entryId: entryId) }
+            try reconcileRefunds(db, tx.transactionId, policy: r.walletPolicy, nowMs: nowMs, entryId: ids.id(prefix: "le_"))
             return .alreadyProcessed(existing)
         }
-        if tx.isRevoked {
-            throw KakinError(.transactionRevoked, detail: "transaction \(tx.transactionId) revoked at \(tx.revocationDate ?? 0)")
+        // The newest stored copy decides (a refund may have arrived before the purchase was presented).
+        if let revokedAt = try storedRevocationDate(db, tx.transactionId) {
+            throw KakinError(.transactionRevoked, detail: "transaction \(tx.transactionId) revoked at \(revokedAt)")
         }
 
         var grant: JSONValue
@@ -103,7 +102,7 @@ extension KakinStore {
             var detail: [String: JSONValue] = ["productId": .string(tx.productId), "quantity": .int(Int64(tx.quantity)), "via": .string(r.via)]
             if let p = r.purchaseProcessId { detail["purchaseProcessId"] = .string(p) }
             _ = try moveCoins(db, LedgerMovement(
-                entryId: entryId, customerId: r.customerId, atMs: nowMs, kind: .purchase, paid: credit.paid, free: credit.free,
+                entryId: ids.id(prefix: "le_"), customerId: r.customerId, atMs: nowMs, kind: .purchase, paid: credit.paid, free: credit.free,
                 reference: tx.transactionId, effectKey: "purchase:\(tx.transactionId)",
                 priceMilli: tx.price, currency: tx.currency, detail: .object(detail)))
         }
@@ -128,7 +127,8 @@ extension KakinStore {
             INSERT INTO transactions (transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment,
                 purchase_date_ms, expires_date_ms, revocation_date_ms, signed_date_ms, app_account_token, jws, customer_id,
                 first_seen_ms, updated_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+                    (SELECT customer_id FROM original_links WHERE original_transaction_id = ?), ?, ?)
             ON CONFLICT (transaction_id) DO UPDATE SET
                 purchase_date_ms = excluded.purchase_date_ms, expires_date_ms = excluded.expires_date_ms,
                 revocation_date_ms = excluded.revocation_date_ms, signed_date_ms = excluded.signed_date_ms,
@@ -137,7 +137,7 @@ extension KakinStore {
             """, [.text(tx.transactionId), .text(tx.originalTransactionId), .text(tx.bundleId), .text(tx.productId),
                   .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
                   SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
-                  .integer(nowMs), .integer(nowMs)])
+                  .text(tx.originalTransactionId), .integer(nowMs), .integer(nowMs)])
     }
 
     /// Links the transaction's subscription/purchase chain (`originalTransactionId`) to the customer, or
@@ -171,25 +171,50 @@ extension KakinStore {
                        [.text(customerId), .text(tx.originalTransactionId)])
     }
 
-    /// A refund of an applied consumable takes back the coins it credited, once per revocation.
-    static func applyRevocation(_ db: SQLConnection, _ tx: TransactionPayload, policy: WalletPolicy, nowMs: Int64, entryId: String) throws {
-        guard let revokedAt = tx.revocationDate,
-              let purchase = try db.queryOne(
-                "SELECT customer_id, paid_delta, free_delta FROM ledger_entries WHERE effect_key = ?",
-                [.text("purchase:\(tx.transactionId)")]),
+    static func storedRevocationDate(_ db: SQLConnection, _ transactionId: String) throws -> Int64? {
+        try db.queryOne("SELECT revocation_date_ms FROM transactions WHERE transaction_id = ?", [.text(transactionId)])?
+            .int("revocation_date_ms")
+    }
+
+    /// Brings a credited consumable's coins in line with the newest signed copy of its transaction: revoked
+    /// → one outstanding refund entry taking the coins back; not revoked (a refund reversed) → refunds
+    /// matched by reversals. Driven by the newest copy, not by which notification came last, so the
+    /// final balance never depends on arrival order; each entry's effect key makes it happen once.
+    static func reconcileRefunds(_ db: SQLConnection, _ transactionId: String, policy: WalletPolicy, nowMs: Int64, entryId: String) throws {
+        guard let purchase = try db.queryOne(
+                "SELECT customer_id, paid_delta, free_delta, price_milli, currency FROM ledger_entries WHERE effect_key = ?",
+                [.text("purchase:\(transactionId)")]),
               let customerId = purchase.string("customer_id") else { return }
-        let effectKey = "refund:\(tx.transactionId):\(revokedAt)"
-        if try db.queryOne("SELECT 1 AS x FROM ledger_entries WHERE effect_key = ?", [.text(effectKey)]) != nil { return }
-        let balance = try walletBalance(db, customerId)
-        let debit = WalletRules.refundDebit(paid: purchase.int("paid_delta") ?? 0, free: purchase.int("free_delta") ?? 0,
-                                            of: balance, policy: policy)
-        var detail: [String: JSONValue] = ["revocationDate": .int(revokedAt), "revocationReason": .int(tx.revocationReason)]
-        if debit.shortfall > 0 { detail["shortfall"] = .int(debit.shortfall) }
-        _ = try moveCoins(db, LedgerMovement(
-            entryId: entryId, customerId: customerId, atMs: nowMs, kind: .refund, paid: -debit.paid, free: -debit.free,
-            reference: tx.transactionId, effectKey: effectKey, priceMilli: tx.price.map { -$0 }, currency: tx.currency,
-            detail: .object(detail)))
-        try recordEvent(db, customerId: customerId, atMs: nowMs, kind: "purchase.refunded", reference: tx.transactionId,
-                        detail: .object(detail))
+        let counts = try db.queryOne("""
+            SELECT SUM(CASE WHEN kind = 'refund' THEN 1 ELSE 0 END) AS refunds,
+                   SUM(CASE WHEN kind = 'refundReversed' THEN 1 ELSE 0 END) AS reversals
+            FROM ledger_entries WHERE reference = ? AND customer_id = ?
+            """, [.text(transactionId), .text(customerId)])
+        let refunds = counts?.int("refunds") ?? 0
+        let reversals = counts?.int("reversals") ?? 0
+        let revokedAt = try storedRevocationDate(db, transactionId)
+        if let revokedAt, refunds == reversals {
+            let balance = try walletBalance(db, customerId)
+            let debit = WalletRules.refundDebit(paid: purchase.int("paid_delta") ?? 0, free: purchase.int("free_delta") ?? 0,
+                                                of: balance, policy: policy)
+            var detail: [String: JSONValue] = ["revocationDate": .int(revokedAt)]
+            if debit.shortfall > 0 { detail["shortfall"] = .int(debit.shortfall) }
+            _ = try moveCoins(db, LedgerMovement(
+                entryId: entryId, customerId: customerId, atMs: nowMs, kind: .refund, paid: -debit.paid, free: -debit.free,
+                reference: transactionId, effectKey: "refund:\(transactionId):\(refunds + 1)",
+                priceMilli: purchase.int("price_milli").map { -$0 }, currency: purchase.string("currency"), detail: .object(detail)))
+            try recordEvent(db, customerId: customerId, atMs: nowMs, kind: "purchase.refunded", reference: transactionId, detail: .object(detail))
+        } else if revokedAt == nil, refunds > reversals,
+                  let last = try db.queryOne("""
+                      SELECT paid_delta, free_delta FROM ledger_entries WHERE reference = ? AND customer_id = ? AND kind = 'refund'
+                      ORDER BY seq DESC LIMIT 1
+                      """, [.text(transactionId), .text(customerId)]) {
+            _ = try moveCoins(db, LedgerMovement(
+                entryId: entryId, customerId: customerId, atMs: nowMs, kind: .refundReversed,
+                paid: -(last.int("paid_delta") ?? 0), free: -(last.int("free_delta") ?? 0),
+                reference: transactionId, effectKey: "refundReversed:\(transactionId):\(reversals + 1)",
+                priceMilli: purchase.int("price_milli"), currency: purchase.string("currency")))
+            try recordEvent(db, customerId: customerId, atMs: nowMs, kind: "purchase.refundReversed", reference: transactionId, detail: .null)
+        }
     }
 }

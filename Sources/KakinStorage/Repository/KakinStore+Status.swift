@@ -3,7 +3,8 @@ import KakinCore
 /// Everything the status engine needs about one customer, read on one snapshot.
 public struct CustomerSnapshot: Sendable {
     public var customer: KakinStore.Customer
-    /// The newest stored copy of each of the customer's transactions (JWS verified when it was stored).
+    /// The newest stored copy of each of the customer's entitlement transactions (not consumables, which
+    /// never make a customer active; the wallet accounts for them). JWS verified when it was stored.
     public var transactionJWS: [String]
     /// The newest renewal info of each of the customer's subscriptions.
     public var renewalInfoJWS: [String]
@@ -17,8 +18,9 @@ extension KakinStore {
     public func customerSnapshot(_ customerId: String) async throws(KakinError) -> CustomerSnapshot {
         let customer = try await ensureCustomer(customerId)
         return try await read { db in
-            let txs = try db.query("SELECT jws FROM transactions WHERE customer_id = ? ORDER BY purchase_date_ms DESC LIMIT ?",
-                                   [.text(customerId), .integer(Int64(Self.historyRowsMax))])
+            let txs = try db.query("""
+                SELECT jws FROM transactions WHERE customer_id = ? AND product_type <> ? ORDER BY purchase_date_ms DESC LIMIT ?
+                """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(Self.historyRowsMax))])
             let renewals = try db.query("""
                 SELECT r.jws AS jws FROM renewal_infos r JOIN original_links l ON l.original_transaction_id = r.original_transaction_id
                 WHERE l.customer_id = ? LIMIT ?

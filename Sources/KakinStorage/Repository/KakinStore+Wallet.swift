@@ -172,13 +172,13 @@ extension KakinStore {
     public func grant(customerId: String, idempotencyKey: String, request: String, amount: Int64, reason: String,
                       render: @escaping @Sendable (GrantResult) -> (status: Int, body: [UInt8])) async throws(KakinError) -> IdempotentAnswer {
         let now = clock.nowMs()
-        let token = ids.uuid()
+        let ids = ids
         let entryId = ids.id(prefix: "le_")
         return try await write { db in
             if let stored = try Self.storedAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request) {
                 return stored
             }
-            _ = try Self.ensureCustomer(db, customerId, token: token, nowMs: now)
+            _ = try Self.ensureCustomer(db, customerId, newToken: ids.uuid, nowMs: now)
             let after = try Self.moveCoins(db, LedgerMovement(
                 entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
                 reference: idempotencyKey, effectKey: "grant:\(customerId):\(idempotencyKey)", item: reason))

@@ -32,6 +32,7 @@ public final class KakinStore: Sendable {
         }
     }
 
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (SQLConnection) throws -> T) async throws(KakinError) -> T {
         try await storage { try await self.database.write(body) }
     }
@@ -56,9 +57,9 @@ public final class KakinStore: Sendable {
     /// before its first purchase, so reading a customer's status creates it).
     public func ensureCustomer(_ customerId: String) async throws(KakinError) -> Customer {
         if let c = try await customer(customerId) { return c }
-        let token = ids.uuid()
         let now = clock.nowMs()
-        return try await write { db in try Self.ensureCustomer(db, customerId, token: token, nowMs: now) }
+        let ids = ids
+        return try await write { db in try Self.ensureCustomer(db, customerId, newToken: ids.uuid, nowMs: now) }
     }
 
     static func loadCustomer(_ db: SQLConnection, _ customerId: String) throws -> Customer? {
@@ -69,8 +70,10 @@ public final class KakinStore: Sendable {
                         createdAtMs: row.int("created_at_ms") ?? 0)
     }
 
-    static func ensureCustomer(_ db: SQLConnection, _ customerId: String, token: String, nowMs: Int64) throws -> Customer {
+    /// The customer, created (with a token from `newToken`, drawn only then) if it doesn't exist.
+    static func ensureCustomer(_ db: SQLConnection, _ customerId: String, newToken: () -> String, nowMs: Int64) throws -> Customer {
         if let c = try loadCustomer(db, customerId) { return c }
+        let token = newToken()
         try db.execute("INSERT INTO customers (customer_id, app_account_token, created_at_ms) VALUES (?, ?, ?)",
                        [.text(customerId), .text(token), .integer(nowMs)])
         try db.execute("INSERT INTO wallets (customer_id, paid, free, updated_at_ms) VALUES (?, 0, 0, ?)",

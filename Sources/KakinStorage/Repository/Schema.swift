@@ -38,6 +38,7 @@ enum Schema {
             );
             CREATE INDEX ledger_by_customer ON ledger_entries(customer_id, seq);
             CREATE INDEX ledger_by_recipient ON ledger_entries(recipient, customer_id);
+            CREATE INDEX ledger_by_reference ON ledger_entries(reference);
             CREATE TABLE transactions (
                 transaction_id TEXT PRIMARY KEY,
                 original_transaction_id TEXT NOT NULL,
@@ -56,7 +57,7 @@ enum Schema {
                 updated_ms INTEGER NOT NULL
             );
             CREATE INDEX transactions_by_original ON transactions(original_transaction_id);
-            CREATE INDEX transactions_by_customer ON transactions(customer_id);
+            CREATE INDEX transactions_by_customer ON transactions(customer_id, product_type);
             CREATE TABLE original_links (
                 original_transaction_id TEXT PRIMARY KEY,
                 customer_id TEXT NOT NULL REFERENCES customers(customer_id),

@@ -49,6 +49,9 @@ final class SQLiteHandle {
             try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")", [])
             try execute("PRAGMA foreign_keys = ON", [])
         }
+        // Statement journals of savepoints stay in memory: each write body runs in a savepoint, and a
+        // temporary file per spill costs syscalls on the hot path.
+        try execute("PRAGMA temp_store = MEMORY", [])
     }
 
     deinit { close() }

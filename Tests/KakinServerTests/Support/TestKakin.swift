@@ -30,7 +30,7 @@ struct TestAppStore: Sendable {
     }
 
     init(nowMs: Int64) throws {
-        ca = try SigningCertificateAuthority(nowMs: nowMs - 86_400_000)
+        ca = try SigningCertificateAuthority(nowMs: nowMs - 365 * 86_400_000)
     }
 
     var rootDER: [UInt8] { ca.rootDER }
@@ -75,7 +75,9 @@ final class TestKakin: Sendable {
         Product(productId: "coins.500", kind: .consumable, coins: 500, bonusCoins: 50, priceMilli: 600_000, currency: "JPY"),
         Product(productId: "noads", kind: .nonConsumable),
         Product(productId: "season.pass", kind: .nonRenewing, durationDays: 90),
-        Product(productId: "premium.monthly", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1)),
+        Product(productId: "premium.monthly", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1), level: 2),
+        Product(productId: "premium.plus", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1), level: 1),
+        Product(productId: "premium.lite", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1), level: 3),
     ])
 
     static func start(wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,

@@ -1,0 +1,76 @@
+import Foundation
+
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The command line: `kakin-bench [verify|grants|reads|notifications|all|crash-test] [--seconds S] …`.
+struct BenchOptions {
+    static let usage = """
+        usage: kakin-bench [verify|grants|reads|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+               kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--kakin PATH]
+
+        Figures (default: all) measured against the release `kakin` binary, each beside a baseline
+        measured in the same run. crash-test SIGKILLs `kakin serve` under load and checks that every
+        acknowledged purchase and spend is in the ledger exactly once. Exit 1 when a check fails.
+
+          --seconds S       load per HTTP measurement (default 10); crash-test: load per round before
+                            the kill, which comes at a random moment in its second half (default 4)
+          --connections N   wrk connections (default 64)
+          --repetitions R   measurements per figure, interleaved with the baseline's (default 3)
+          --rounds R        crash-test kill/restart rounds (default 5)
+          --clients N       crash-test concurrent clients (default 8)
+          --kakin PATH      the kakin binary (default .build/release/kakin in this package)
+          --keep            keep the run's temporary directory (configs, databases, logs, JWS);
+                            it is always kept when a check fails
+        """
+
+    enum Command: String {
+        case verify, grants, reads, notifications, all
+        case crashTest = "crash-test"
+    }
+
+    var command = Command.all
+    var seconds: Int?
+    var connections = 64
+    var repetitions = 3
+    var rounds = 5
+    var clients = 8
+    var kakin: URL?
+    var keepWorkspace = false
+
+    /// nil: `--help`.
+    static func parse(_ arguments: [String]) throws(UsageError) -> BenchOptions? {
+        var options = BenchOptions()
+        var rest = arguments[...]
+        if let first = rest.first, !first.hasPrefix("-") {
+            guard let command = Command(rawValue: first) else { throw UsageError(description: "unknown command \(first)") }
+            options.command = command
+            rest = rest.dropFirst()
+        }
+        while let flag = rest.popFirst() {
+            if flag == "--help" || flag == "-h" { return nil }
+            if flag == "--keep" {
+                options.keepWorkspace = true
+                continue
+            }
+            guard let value = rest.popFirst() else { throw UsageError(description: "\(flag) needs a value") }
+            func number(_ range: ClosedRange<Int>) throws(UsageError) -> Int {
+                guard let n = Int(value), range.contains(n) else { throw UsageError(description: "\(flag) must be a whole number in \(range)") }
+                return n
+            }
+            switch flag {
+            case "--seconds": options.seconds = try number(1...600)
+            case "--connections": options.connections = try number(1...1000)
+            case "--repetitions": options.repetitions = try number(1...20)
+            case "--rounds": options.rounds = try number(1...100)
+            case "--clients": options.clients = try number(1...64)
+            case "--kakin": options.kakin = URL(fileURLWithPath: value)
+            default: throw UsageError(description: "unknown option \(flag)")
+            }
+        }
+        return options
+    }
+
+    var loadSeconds: Int { seconds ?? (command == .crashTest ? 4 : 10) }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import KakinStorage
+
+/// durable grants over HTTP: wrk POSTs grants, each under its own Idempotency-Key, at `kakin serve`;
+/// against durable single-row SQLite commits per second on the same disk (one fsync'd transaction per
+/// row). Every grant is fsync'd before its 201 too, so the ratio is what group commit buys.
+enum GrantsBenchmark {
+    static let customers = 1_000
+
+    static func run(_ workspace: BenchWorkspace, _ options: BenchOptions) throws -> BenchResult {
+        let (config, database) = try workspace.writeConfig("grants")
+        let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("grants.log"))
+        let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/grants.lua")
+        var runs: [Wrk.Run] = []
+        var baseline: [Double] = []
+        var serverCPUSeconds: [Double] = []
+        do {
+            for repetition in 0..<options.repetitions {
+                baseline.append(try SQLiteDatabase.measureSingleRowDurableCommits(
+                    path: workspace.file("single-row-commits.db").path, seconds: Double(options.loadSeconds)))
+                let (run, cpuSeconds) = try server.measuringCPU {
+                    try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds,
+                                connections: options.connections, script: script,
+                                scriptArguments: ["\(options.loadSeconds)", "\(customers)", "run\(repetition)"], workspace: workspace)
+                }
+                runs.append(run)
+                serverCPUSeconds.append(cpuSeconds)
+            }
+            try server.stop()
+        } catch {
+            server.kill()
+            throw error
+        }
+
+        var result = BenchResult()
+        let created = try runs.map { try $0.count("created") }
+        let grantsPerSecond = created.map { Double($0) / Double(options.loadSeconds) }
+        result.figures.append(Figure(
+            name: "durable grants over HTTP (\(options.connections) connections)", value: median(grantsPerSecond),
+            baselineName: "durable single-row commits (SQLite, same disk)", baselineValue: median(baseline), goal: 3,
+            details: [
+                String(format: "latency p50 %.2f ms, p99 %.2f ms (medians of the runs' wrk --latency)",
+                       median(runs.map(\.latencyP50Ms)), median(runs.map(\.latencyP99Ms))),
+                "grants: \(BenchResult.rates(grantsPerSecond)); single-row commits: \(BenchResult.rates(baseline))",
+                String(format: "kakin serve CPU per grant: %.0f µs (user + system; wrk and the machine's other work share the cores)",
+                       median(zip(serverCPUSeconds, created).map { $0 / Double(max(1, $1)) * 1e6 })),
+                "\(options.loadSeconds) s of load per run over \(BenchResult.grouped(customers)) customers, then \(Wrk.drainSeconds) s for the last answers",
+            ]))
+
+        let answered201 = created.reduce(0, +)
+        let non2xx = runs.map(\.non2xx).reduce(0, +)
+        let otherThan201 = try runs.map { try $0.count("other") }.reduce(0, +)
+        let socketErrors = runs.map(\.socketErrors).reduce(0, +)
+        let report = try workspace.ledgerCheck(database: database)
+        let entries = report["entries"]?.intValue ?? -1
+        result.check("grants: wrk saw \(non2xx) non-2xx answers, \(otherThan201) answers other than 201, \(socketErrors) socket errors",
+                     non2xx == 0 && otherThan201 == 0 && socketErrors == 0)
+        result.check("grants: ledger entries \(BenchResult.grouped(entries)) = 201 answers wrk saw \(BenchResult.grouped(answered201))",
+                     entries == answered201)
+        result.check("grants: kakin ledger check (\(report["customers"]?.intValue ?? 0) customers, every balance = sum of its entries)",
+                     report["ok"] == true)
+        return result
+    }
+}

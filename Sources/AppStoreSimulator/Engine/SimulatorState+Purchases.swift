@@ -1,0 +1,163 @@
+import KakinCore
+
+/// What a purchase asks for: the contract's `POST /simulator/v1/purchases` body.
+struct PurchaseRequest: Sendable, Equatable {
+    var productId: String
+    var appAccountToken: String?
+    var quantity: Int = 1
+    var offer: OfferChoice?
+    var familyShared: Bool = false
+}
+
+enum OfferChoice: Sendable, Equatable {
+    case introductory
+    case promotional(id: String)
+}
+
+/// What an operation did, for the control API's answer and for tests.
+struct ActionOutcome: Sendable, Equatable {
+    enum Kind: String, Sendable {
+        case purchased, resubscribed, upgraded, crossgraded, scheduled, offerPending, downgradeCancelled
+        case autoRenewEnabled, autoRenewDisabled, billingFailureScheduled, billingFailureCleared, billingRecovered
+        case refunded, revoked, refundReversed, refundRequested, refundDeclined
+        case priceIncreaseAnnounced, priceIncreaseAccepted, productRemovedFromSale
+    }
+    var kind: Kind
+    /// The transaction the app would now hold (for a purchase: the one StoreKit returns).
+    var transactionId: String?
+    var originalTransactionId: String?
+    /// When the purchased product or offer takes effect (now, or the next renewal date).
+    var effectiveDateMs: Int64?
+    var proratedRefund: ProratedRefund?
+    var notificationUUIDs: [String] = []
+}
+
+extension SimulatorState {
+    /// `appAccountToken` is a UUID in StoreKit; the simulator keys the Apple account by it (lowercased).
+    static func normalizedToken(_ token: String?) throws(KakinError) -> String? {
+        guard let token else { return nil }
+        let t = token.lowercased()
+        let hex = Set("0123456789abcdef")
+        let parts = t.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.map(\.count) == [8, 4, 4, 4, 12], parts.allSatisfy({ $0.allSatisfy { hex.contains($0) } }) else {
+            throw KakinError(.invalidField, "appAccountToken must be a UUID (StoreKit's appAccountToken purchase option).")
+        }
+        return t
+    }
+
+    func checkCapacity() throws(KakinError) {
+        guard store.transactions.count < Self.transactionsMax, store.subscriptions.count < Self.subscriptionsMax else {
+            throw KakinError(.simulatorInvalidAction, "The simulator holds as many transactions as it allows; save and reset its state.")
+        }
+    }
+
+    mutating func collectNotifications(since seq: Int64) -> [String] {
+        store.notifications.filter { $0.seq > seq }.map(\.notificationUUID)
+    }
+
+    /// A purchase as StoreKit makes it. For a subscription group the account is already live in, it is the
+    /// plan change StoreKit would make (upgrade, downgrade, crossgrade, or a promotional offer on the same
+    /// product); the outcome then says what happened and `transactionId` is the instance's latest transaction.
+    mutating func purchase(_ request: PurchaseRequest) throws(KakinError) -> ActionOutcome {
+        guard let product = product(request.productId) else {
+            throw KakinError(.simulatorUnknownProduct, "The simulator's catalog has no product \(request.productId).")
+        }
+        let token = try Self.normalizedToken(request.appAccountToken)
+        guard (1...10).contains(request.quantity) else { throw KakinError(.invalidField, "quantity must be 1 to 10.") }
+        if request.quantity > 1, product.kind != .consumable {
+            throw KakinError(.invalidField, "quantity above 1 applies to consumables only.")
+        }
+        if request.offer != nil, product.kind != .autoRenewable {
+            throw KakinError(.invalidField, "offer applies to auto-renewable subscriptions only.")
+        }
+        if request.familyShared {
+            guard product.kind == .nonConsumable || product.kind == .autoRenewable, product.familyShareable else {
+                throw KakinError(.simulatorNotEligible, "\(product.productId) is not family-shareable.")
+            }
+            guard request.offer == nil else { throw KakinError(.invalidField, "A family-shared copy cannot redeem an offer.") }
+        }
+        try checkCapacity()
+        let account = token ?? ""
+        let ownership: InAppOwnershipType = request.familyShared ? .familyShared : .purchased
+        let seq = store.notificationSeq
+        var outcome: ActionOutcome
+        if product.kind == .autoRenewable {
+            outcome = try purchaseSubscription(product, account: account, token: token, ownership: ownership, offer: request.offer)
+        } else {
+            outcome = try purchaseOneTime(product, account: account, token: token, ownership: ownership, quantity: request.quantity)
+        }
+        outcome.notificationUUIDs = collectNotifications(since: seq)
+        return outcome
+    }
+
+    mutating func purchaseOneTime(_ product: Product, account: String, token: String?, ownership: InAppOwnershipType,
+                                  quantity: Int) throws(KakinError) -> ActionOutcome {
+        if product.kind == .nonConsumable {
+            let owned = store.transactionsByAccount[account, default: []].contains { id in
+                let t = store.transactions[id]!
+                return t.productId == product.productId && !t.isRevoked && t.ownership == ownership.rawValue
+            }
+            if owned { throw KakinError(.simulatorInvalidAction, "This account already owns \(product.productId); StoreKit would restore it.") }
+        }
+        let id = makeTransaction(product: product, account: account, token: token, ownership: ownership, original: nil,
+                                 purchaseDate: nowMs, expiresDate: nil, quantity: quantity, offer: nil, reason: .purchase,
+                                 regularPriceMilli: product.priceMilli)
+        emit(.oneTimeCharge, nil, transactionId: id, subscription: nil)
+        return ActionOutcome(kind: .purchased, transactionId: id, originalTransactionId: id, effectiveDateMs: nowMs)
+    }
+
+    mutating func purchaseSubscription(_ product: Product, account: String, token: String?, ownership: InAppOwnershipType,
+                                       offer choice: OfferChoice?) throws(KakinError) -> ActionOutcome {
+        let group = product.groupId!
+        let existing = instance(account: account, group: group, ownership: ownership)
+        if let existing, existing.phase.isLive {
+            if ownership == .familyShared {
+                throw KakinError(.simulatorInvalidAction, "This account already has family-shared access in group \(group).")
+            }
+            return try changeSubscription(existing.originalTransactionId, to: product, offer: choice, viaPurchase: true)
+        }
+        var offer: SubscriptionOffer?
+        switch choice {
+        case .introductory:
+            guard let intro = product.introductoryOffer else {
+                throw KakinError(.simulatorNotEligible, "\(product.productId) has no introductory offer.")
+            }
+            guard isEligibleForIntro(account: account, group: group) else {
+                throw KakinError(.simulatorNotEligible, "This account already redeemed an introductory offer in group \(group).")
+            }
+            offer = intro
+        case .promotional(let id):
+            guard let promo = product.promotionalOffer(id: id) else {
+                throw KakinError(.invalidField, "\(product.productId) has no promotional offer \(id).")
+            }
+            offer = promo
+        case nil:
+            // StoreKit applies the introductory offer by itself when the customer is eligible.
+            if ownership == .purchased, let intro = product.introductoryOffer, isEligibleForIntro(account: account, group: group) {
+                offer = intro
+            }
+        }
+        let applied = offer.map(AppliedOffer.init)
+        let start = nowMs
+        let end = (applied?.firstSpan ?? product.period!).added(to: start)
+        let original = existing.map { ($0.originalTransactionId, $0.originalPurchaseDate) }
+        let tid = makeTransaction(product: product, account: account, token: token, ownership: ownership, original: original,
+                                  purchaseDate: start, expiresDate: end, quantity: 1, offer: applied, reason: .purchase,
+                                  regularPriceMilli: product.priceMilli)
+        if applied?.type == AppleOfferType.introductory.rawValue { store.introUsed.insert(Self.introKey(account, group)) }
+        let otid = original?.0 ?? tid
+        var recentStart = start
+        if let existing, case .expired(_, let at) = existing.phase, start - at <= Self.recentStartGapMs { recentStart = existing.recentStartDate }
+        if let existing, case .revoked(let at) = existing.phase, start - at <= Self.recentStartGapMs { recentStart = existing.recentStartDate }
+        let left = (applied?.isPayAsYouGo ?? false) ? applied!.numberOfPeriods - 1 : 0
+        store.subscriptions[otid] = SimSubscription(
+            originalTransactionId: otid, originalPurchaseDate: original?.1 ?? start, accountKey: account, appAccountToken: token,
+            groupId: group, ownership: ownership.rawValue, productId: product.productId, latestTransactionId: tid,
+            autoRenewStatus: true, autoRenewProductId: product.productId, pendingOffer: nil,
+            runningOffer: left > 0 ? applied : nil, runningOfferPeriodsLeft: left, phase: .active, failNextRenewal: false,
+            recentStartDate: recentStart, extensionDates: existing?.extensionDates ?? [], priceOverrideMilli: nil, priceIncrease: nil,
+            productNotForSale: false, autoRenewBeforeRevocation: nil, renewalJWS: "", renewalSignedDate: nowMs)
+        emit(.subscribed, existing == nil ? .initialBuy : .resubscribe, transactionId: tid, subscription: otid)
+        return ActionOutcome(kind: existing == nil ? .purchased : .resubscribed, transactionId: tid, originalTransactionId: otid, effectiveDateMs: start)
+    }
+}

@@ -1,0 +1,120 @@
+import AppStoreSecurity
+import HTTPServer
+import KakinCore
+import KakinStorage
+
+/// App Store Server Notifications V2: verify, store durably, answer 200, then apply in the background.
+/// Apple retries only what we refuse, so a notification is acknowledged once it is on disk and Kakin
+/// retries its own processing failures; duplicates (same `notificationUUID`) are acknowledged and ignored.
+extension KakinApp {
+    static let signedPayloadBytesMax = 256 * 1024
+
+    /// `POST /v1/notifications/appstore`.
+    func postNotification(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
+        await run(request) { () throws(KakinError) -> HTTPResponse in
+            let body = try request.jsonObject()
+            let jws = try field { () throws(ConfigurationError) in
+                try body.check(allowedKeys: ["signedPayload"])
+                return try body.boundedString("signedPayload", lengthMax: Self.signedPayloadBytesMax)!
+            }
+            try await ingestNotification(jws, source: "push")
+            return .json([:], status: 200)
+        }
+    }
+
+    /// Verifies and stores one signed notification (from Apple's push or from Notification History).
+    /// Returns whether it was new.
+    @discardableResult
+    func ingestNotification(_ jws: String, source: String) async throws(KakinError) -> Bool {
+        let notification: NotificationPayload
+        do {
+            notification = try verifier.verifyNotification(jws)
+        } catch {
+            metrics.countVerificationFailure(error.code)
+            throw KakinError(error.code.errorKind, detail: error.reason, httpStatus: error.code == .retryableFailure ? 503 : 400)
+        }
+        let isNew = try await store.storeNotification(notification, jws: jws, source: source)
+        if isNew {
+            metrics.increment(.notificationsReceived)
+            notificationWorker.wake()
+        }
+        return isNew
+    }
+
+    /// Applies one stored notification: verifies its signed transaction and renewal info, keeps the newest
+    /// copies, and applies their effects to the customer they belong to (if anyone has claimed them yet).
+    func applyNotification(_ stored: InboxNotification) async throws(KakinError) {
+        guard let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json) else {
+            try await store.markNotification(stored.notificationUUID, state: .ignored, customerId: nil, originalTransactionId: nil)
+            return
+        }
+        guard n.notificationType != .test, let data = n.data, data.signedTransactionInfo != nil || data.signedRenewalInfo != nil else {
+            try await store.markNotification(stored.notificationUUID, state: .ignored, customerId: nil, originalTransactionId: nil)
+            return
+        }
+        var renewalOriginal: String?
+        if let renewalJWS = data.signedRenewalInfo {
+            let info: RenewalInfoPayload
+            do {
+                info = try verifier.verifyRenewalInfo(renewalJWS)
+            } catch {
+                throw error.kakinError
+            }
+            try await store.storeRenewalInfo(info, jws: renewalJWS)
+            renewalOriginal = info.originalTransactionId
+        }
+        guard let transactionJWS = data.signedTransactionInfo else {
+            try await store.markNotification(stored.notificationUUID, state: .applied, customerId: nil, originalTransactionId: renewalOriginal)
+            metrics.increment(.notificationsApplied)
+            return
+        }
+        let tx = try verifyTransaction(transactionJWS)
+        let customerId = try await store.resolveCustomer(for: tx)
+        var claimedBy: String?
+        if let customerId, appsByBundle[tx.bundleId]?.catalog[tx.productId] != nil {
+            do {
+                _ = try await apply(tx, jws: transactionJWS, customerId: customerId, via: "notification", purchaseProcessId: nil)
+                claimedBy = customerId
+            } catch where error.kind == .transactionRevoked || error.kind == .belongsToAnotherCustomer {
+                try await store.storeUnclaimedTransaction(tx, jws: transactionJWS)
+            }
+        } else {
+            try await store.storeUnclaimedTransaction(tx, jws: transactionJWS)
+        }
+        try await store.markNotification(stored.notificationUUID, state: .applied, customerId: claimedBy ?? customerId,
+                                         originalTransactionId: tx.originalTransactionId)
+        metrics.increment(.notificationsApplied)
+    }
+
+    /// Processes every notification due now; failures are rescheduled with backoff, never dropped.
+    /// Returns how many were attempted.
+    @discardableResult
+    public func processDueNotifications(limit: Int = 100) async -> Int {
+        let due: [InboxNotification]
+        do {
+            due = try await store.dueNotifications(nowMs: retryClock.nowMs(), limit: limit)
+        } catch {
+            logger.error("notification inbox unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
+            return 0
+        }
+        for n in due {
+            do {
+                try await applyNotification(n)
+            } catch {
+                metrics.increment(.notificationsFailed)
+                let delayMs = NotificationWorker.retryDelayMs(afterAttempts: n.attempts + 1)
+                logger.warning("notification processing failed; will retry", [
+                    "notification.uuid": .string(n.notificationUUID), "error.id": .string(error.kind.id),
+                    "error.detail": .string(error.detail ?? error.message), "retry.inMs": .int(delayMs),
+                ])
+                try? await store.failNotification(n.notificationUUID, error: error.description, nextAttemptMs: retryClock.nowMs() + delayMs)
+            }
+        }
+        return due.count
+    }
+
+    /// Processes until nothing is due (tests and commands use it to wait for the inbox to settle).
+    public func drainNotifications() async {
+        while await processDueNotifications() > 0 {}
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import KakinCore
+import Synchronization
+
+/// The background loop that applies stored notifications: woken when one arrives, and polling for
+/// retries that come due. One loop per process; processing is sequential (ordering by signedDate).
+public final class NotificationWorker: Sendable {
+    /// Backoff for a notification whose processing failed: 1 s doubling to at most 10 min. Never gives up.
+    static func retryDelayMs(afterAttempts attempts: Int) -> Int64 {
+        min(600_000, 1000 << Int64(min(max(attempts - 1, 0), 20)))
+    }
+
+    let pollIntervalMs: Int64
+    private let state = Mutex<State>(State())
+
+    struct State {
+        var wakeRequested = false
+        var sleeper: CheckedContinuation<Void, Never>?
+        var task: Task<Void, Never>?
+        var stopped = false
+    }
+
+    init(pollIntervalMs: Int64 = 1000) { self.pollIntervalMs = pollIntervalMs }
+
+    func start(_ work: @escaping @Sendable () async -> Void) {
+        let task = Task.detached { [self] in
+            while !Task.isCancelled {
+                await work()
+                await self.sleep()
+            }
+        }
+        state.withLock { $0.task = task }
+    }
+
+    /// Makes the loop run again now (a notification arrived).
+    public func wake() {
+        let sleeper = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.wakeRequested = true
+            defer { s.sleeper = nil }
+            return s.sleeper
+        }
+        sleeper?.resume()
+    }
+
+    private func sleep() async {
+        let timer = Task { [self] in
+            try? await Task.sleep(for: .milliseconds(pollIntervalMs))
+            wake()
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { s -> Bool in
+                if s.wakeRequested || s.stopped {
+                    s.wakeRequested = false
+                    return true
+                }
+                s.sleeper = c
+                return false
+            }
+            if resumeNow { c.resume() }
+        }
+        state.withLock { $0.wakeRequested = false }
+        timer.cancel()
+    }
+
+    /// Stops the loop after its current pass.
+    public func stop() async {
+        let task = state.withLock { s -> Task<Void, Never>? in
+            s.stopped = true
+            return s.task
+        }
+        task?.cancel()
+        wake()
+        await task?.value
+    }
+}

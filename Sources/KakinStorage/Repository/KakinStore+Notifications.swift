@@ -1,0 +1,122 @@
+import KakinCore
+
+/// A stored App Store notification waiting for (or done with) processing.
+public struct InboxNotification: Sendable, Hashable {
+    public var notificationUUID: String
+    public var jws: String
+    public var attempts: Int
+}
+
+public enum NotificationState: String, Sendable {
+    /// Stored, not yet processed (or failed and due again at `next_attempt_ms`).
+    case pending
+    /// Processed: its transaction and renewal info are stored and their effects applied.
+    case applied
+    /// Stored and acknowledged but nothing to apply (TEST, summaries, types Kakin doesn't act on).
+    case ignored
+}
+
+extension KakinStore {
+    /// Stores a verified notification durably. Returns false for a duplicate `notificationUUID` (which is
+    /// acknowledged and ignored by the caller).
+    public func storeNotification(_ n: NotificationPayload, jws: String, source: String) async throws(KakinError) -> Bool {
+        let now = clock.nowMs()
+        return try await write { db in
+            try db.execute("""
+                INSERT INTO notifications (notification_uuid, notification_type, subtype, signed_date_ms, environment, bundle_id,
+                    received_at_ms, source, jws, state, attempts, next_attempt_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, 0) ON CONFLICT (notification_uuid) DO NOTHING
+                """, [.text(n.notificationUUID), .text(n.notificationType.rawValue), SQLValue(n.subtype?.rawValue),
+                      .integer(n.signedDate), SQLValue(n.environment?.rawValue), SQLValue(n.bundleId), .integer(now),
+                      .text(source), .text(jws)]) > 0
+        }
+    }
+
+    /// Pending notifications due at `nowMs`, oldest signed first.
+    public func dueNotifications(nowMs: Int64, limit: Int) async throws(KakinError) -> [InboxNotification] {
+        try await read { db in
+            try db.query("""
+                SELECT notification_uuid, jws, attempts FROM notifications
+                WHERE state = 'pending' AND next_attempt_ms <= ? ORDER BY signed_date_ms, notification_uuid LIMIT ?
+                """, [.integer(nowMs), .integer(Int64(limit))]).map {
+                InboxNotification(notificationUUID: $0.string("notification_uuid") ?? "", jws: $0.string("jws") ?? "",
+                                  attempts: Int($0.int("attempts") ?? 0))
+            }
+        }
+    }
+
+    public func pendingNotificationCount() async throws(KakinError) -> Int {
+        try await read { db in Int(try db.queryOne("SELECT COUNT(*) AS n FROM notifications WHERE state = 'pending'", [])?.int("n") ?? 0) }
+    }
+
+    public func markNotification(_ uuid: String, state: NotificationState, customerId: String?, originalTransactionId: String?) async throws(KakinError) {
+        let now = clock.nowMs()
+        try await write { db in
+            try db.execute("""
+                UPDATE notifications SET state = ?, applied_at_ms = ?, attempts = attempts + 1, last_error = NULL,
+                    customer_id = COALESCE(?, customer_id), original_transaction_id = COALESCE(?, original_transaction_id)
+                WHERE notification_uuid = ?
+                """, [.text(state.rawValue), .integer(now), SQLValue(customerId), SQLValue(originalTransactionId), .text(uuid)])
+            if let customerId {
+                try Self.recordEvent(db, customerId: customerId, atMs: now, kind: "notification.\(state.rawValue)", reference: uuid, detail: .null)
+            }
+        }
+    }
+
+    /// Records a failed processing attempt; the notification stays pending and is retried at `nextAttemptMs`.
+    public func failNotification(_ uuid: String, error: String, nextAttemptMs: Int64) async throws(KakinError) {
+        try await write { db in
+            try db.execute("""
+                UPDATE notifications SET attempts = attempts + 1, last_error = ?, next_attempt_ms = ? WHERE notification_uuid = ?
+                """, [.text(String(error.prefix(500))), .integer(nextAttemptMs), .text(uuid)])
+        }
+    }
+
+    /// The customer a transaction belongs to: its original transaction's link, else the owner of its
+    /// app account token (which then links it). Nil when nobody has claimed it yet.
+    public func resolveCustomer(for tx: TransactionPayload) async throws(KakinError) -> String? {
+        try await read { db in
+            if let linked = try db.queryOne("SELECT customer_id FROM original_links WHERE original_transaction_id = ?",
+                                            [.text(tx.originalTransactionId)])?.string("customer_id") {
+                return linked
+            }
+            if let token = tx.appAccountToken { return try Self.customerOwningToken(db, token) }
+            return nil
+        }
+    }
+
+    /// Stores a transaction nobody has claimed yet (newest signed copy wins); the customer's POST or
+    /// restore links it later.
+    public func storeUnclaimedTransaction(_ tx: TransactionPayload, jws: String) async throws(KakinError) {
+        let now = clock.nowMs()
+        try await write { db in try Self.storeTransaction(db, tx, jws: jws, nowMs: now) }
+    }
+
+    /// Keeps the newest renewal info of each subscription (by `signedDate`).
+    public func storeRenewalInfo(_ info: RenewalInfoPayload, jws: String) async throws(KakinError) {
+        let now = clock.nowMs()
+        try await write { db in
+            try db.execute("""
+                INSERT INTO renewal_infos (original_transaction_id, signed_date_ms, environment, jws, updated_ms) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (original_transaction_id) DO UPDATE SET signed_date_ms = excluded.signed_date_ms,
+                    environment = excluded.environment, jws = excluded.jws, updated_ms = excluded.updated_ms
+                WHERE excluded.signed_date_ms > renewal_infos.signed_date_ms
+                """, [.text(info.originalTransactionId), .integer(info.signedDate), .text(info.environment.rawValue), .text(jws), .integer(now)])
+        }
+    }
+
+    /// Named progress markers (e.g. how far Notification History has been read).
+    public func syncValue(_ name: String) async throws(KakinError) -> String? {
+        try await read { db in try db.queryOne("SELECT value FROM sync_state WHERE name = ?", [.text(name)])?.string("value") }
+    }
+
+    public func setSyncValue(_ name: String, _ value: String) async throws(KakinError) {
+        let now = clock.nowMs()
+        try await write { db in
+            try db.execute("""
+                INSERT INTO sync_state (name, value, updated_ms) VALUES (?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_ms = excluded.updated_ms
+                """, [.text(name), .text(value), .integer(now)])
+        }
+    }
+}
