@@ -8,7 +8,7 @@ import FoundationNetworking
 /// that an answer over the limit is cancelled as it arrives instead of being buffered whole, and each attempt
 /// has a deadline for the whole exchange (`URLRequest.timeoutInterval` only bounds the gaps between packets).
 /// On Linux URLSession trusts the system CA store only, which is what Apple's hosts need; local fakes and
-/// the simulator are plain HTTP on loopback.
+/// the simulator are plain HTTP on loopback. Redirects are not followed.
 public final class URLSessionTransport: AppStoreHTTPTransport {
     private let session: URLSession
     private let exchanges: ExchangeDelegate
@@ -114,6 +114,15 @@ final class ExchangeDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return false
         }
         completionHandler(tooLarge ? .cancel : .allow)
+    }
+
+    /// Redirects are answered as they are (a 3xx error), never followed: following one would send the bearer
+    /// token wherever the `Location` points. Apple's API does not redirect.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

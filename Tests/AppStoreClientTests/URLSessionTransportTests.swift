@@ -1,6 +1,7 @@
 import AppStoreClient
 import HTTPServer
 import KakinCore
+import Synchronization
 import Testing
 
 /// The real transport against a loopback HTTP server: what it sends and reads, and its three limits
@@ -123,6 +124,25 @@ import Testing
             try await Task.sleep(nanoseconds: 100_000_000)
             call.cancel()
             #expect(await call.value == .cancelled)
+        }
+    }
+
+    @Test func redirectIsReturnedNotFollowedSoTheTokenStaysHome() async throws {
+        let followed = Mutex(false)
+        try await Self.withServer({ router in
+            router.add("GET", "/moved") { _, _ in
+                var response = HTTPResponse(status: 302)
+                response.headers.add("Location", "/elsewhere")
+                return response
+            }
+            router.add("GET", "/elsewhere") { _, _ in
+                followed.withLock { $0 = true }
+                return .text("followed")
+            }
+        }) { baseURL in
+            let response = try await URLSessionTransport().send(Self.request("\(baseURL)/moved"), responseBytesMax: 1024)
+            #expect(response.status == 302)
+            #expect(!followed.withLock { $0 })
         }
     }
 
