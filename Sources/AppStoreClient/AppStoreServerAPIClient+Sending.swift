@@ -119,7 +119,8 @@ extension AppStoreServerAPIClient {
         while true {
             attempts += 1
             if Task.isCancelled {
-                throw AppStoreServerAPIError(kind: .cancelled, request: call.label, environment: host.environment, attempts: attempts)
+                throw AppStoreServerAPIError(
+                    kind: .cancelled, request: call.label, environment: host.environment, attempts: attempts - 1)
             }
             var error: AppStoreServerAPIError
             switch await sendOnce(call, to: host) {

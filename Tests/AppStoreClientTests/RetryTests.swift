@@ -217,6 +217,7 @@ import Testing
         }
         let error = await task.value
         #expect(error?.kind == .cancelled)
+        #expect(error?.attempts == 0)
         #expect(h.transport.requests.isEmpty)
     }
 }
