@@ -1,0 +1,78 @@
+/// One HTTP exchange as the client sees it. A protocol because there are two: `URLSessionTransport` for
+/// Apple and the simulator, and scripted fakes in tests (429s, 5xx, timeouts on demand).
+public protocol AppStoreHTTPTransport: Sendable {
+    /// Sends one request, once: no retries here (the client retries), no redirects to other hosts expected.
+    /// - Parameters:
+    ///   - request: method, absolute URL, headers, optional body, and the attempt's timeout.
+    ///   - responseBytesMax: a larger body is not read into memory; answer `.responseTooLarge`.
+    func send(_ request: AppStoreHTTPRequest, responseBytesMax: Int) async throws(AppStoreTransportError) -> AppStoreHTTPResponse
+}
+
+public struct AppStoreHTTPRequest: Sendable {
+    public var method: String
+    public var url: String
+    /// Header names as sent (`Authorization`, `Accept`, `Content-Type`, `User-Agent`).
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]?
+    /// The whole attempt, connection to last byte.
+    public var timeoutMs: Int64
+
+    public init(method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?, timeoutMs: Int64) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeoutMs = timeoutMs
+    }
+
+    /// The first header with this name, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name.lowercased() == lowered }?.value
+    }
+}
+
+public struct AppStoreHTTPResponse: Sendable {
+    public var status: Int
+    /// Lower-cased header names.
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    /// - Parameter headers: any case; stored lower-cased.
+    public init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
+        self.status = status
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        self.body = body
+    }
+}
+
+/// Why no HTTP answer arrived. Descriptions never carry headers (the bearer token lives there).
+public enum AppStoreTransportError: Error, Sendable, Equatable {
+    /// The attempt's `timeoutMs` passed.
+    case timedOut
+    /// DNS, connection, TLS, reset: `reason` is short and free of secrets.
+    case connectionFailed(reason: String)
+    /// The body (or its announced `Content-Length`) exceeded `responseBytesMax`.
+    case responseTooLarge
+    /// The calling task was cancelled.
+    case cancelled
+}
+
+/// Waits between attempts. Injected so retry and `Retry-After` tests run instantly on a manual clock.
+public protocol AppStoreRetrySleeper: Sendable {
+    /// Returns after `ms` milliseconds, or throws `CancellationError` when the task is cancelled.
+    func sleep(ms: Int64) async throws(CancellationError)
+}
+
+/// Sleeps on the real clock (`Task.sleep`).
+public struct TaskSleeper: AppStoreRetrySleeper {
+    public init() {}
+
+    public func sleep(ms: Int64) async throws(CancellationError) {
+        do {
+            try await Task.sleep(nanoseconds: UInt64(min(max(0, ms), Int64.max / 1_000_000)) * 1_000_000)
+        } catch {
+            throw CancellationError()
+        }
+    }
+}
