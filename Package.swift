@@ -26,7 +26,7 @@ let package = Package(
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
-        .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"]),
+        .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: routes, config, auth, pipelines.

@@ -28,9 +28,11 @@ public final class KakinApp: Sendable {
     public let logger: Logger
     public let metrics = Metrics()
     /// Applies stored notifications in the background.
-    public let notificationWorker = NotificationWorker()
+    public let notificationWorker = BackgroundLoop(pollIntervalMs: 1000)
     /// Schedules processing retries in real time, whatever clock the business logic runs on.
     let retryClock: any Clock = SystemClock()
+    /// Set once the App Store Server API is configured (local mode: when the simulator's port is known).
+    let appStoreAPI = Mutex<AppStoreConnection?>(nil)
     let settings: Settings
     let appsByBundle: [String: Configuration.App]
     /// Every group of every app's catalog, for eligibility answers.

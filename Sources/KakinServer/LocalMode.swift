@@ -31,8 +31,10 @@ final class LocalMode: Sendable {
     /// - Parameters:
     ///   - simulatorConfiguration: the simulated App Store (its catalog should be the app's).
     ///   - simulatorStartMs: where a new simulated clock starts (default: now).
+    ///   - deliveries: wraps the in-process notification sink (tests cut or copy deliveries with it).
     init(configuration: Configuration, simulatorConfiguration: SimulatorConfiguration = SimulatorConfiguration(),
-         simulatorStartMs: Int64? = nil, logger: Logger) throws {
+         simulatorStartMs: Int64? = nil, logger: Logger,
+         deliveries: (any NotificationSink) -> any NotificationSink = { $0 }) throws {
         self.configuration = configuration
         self.logger = logger
         if case .sqlite(let path) = configuration.database {
@@ -41,12 +43,12 @@ final class LocalMode: Sendable {
             stateFile = nil
         }
         let handlerBox = kakinHandler
-        let sink = InProcessNotificationSink { request in
+        let sink = deliveries(InProcessNotificationSink { request in
             guard let handler = handlerBox.handler.withLock({ $0 }) else {
                 return HTTPResponse.text("starting", status: 503)
             }
             return await handler(request)
-        }
+        })
         if let stateFile, let bytes = FileManager.default.contents(atPath: stateFile) {
             simulator = try AppStoreSimulator(stateFile: [UInt8](bytes), sink: sink)
             logger.info("simulator state loaded", ["simulator.stateFile": .string(stateFile)])
@@ -72,6 +74,10 @@ final class LocalMode: Sendable {
     func attach(to runtime: KakinRuntime) async throws {
         let app = runtime.app
         kakinHandler.handler.withLock { $0 = { request in await app.handle(request) } }
+        let key = simulator.apiKey
+        try app.connectAppStoreServerAPI(Configuration.AppStoreServerAPI(
+            issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM,
+            baseURL: "http://127.0.0.1:\(runtime.port)/simulator"))
     }
 
     /// Saves the simulator's state for the next run.

@@ -84,11 +84,10 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func revokedTransactionIsRefusedAndChangesNothing() async throws {
+    @Test func revokedTransactionGrantsNothingButIsKeptForTheStatus() async throws {
         try await withStore { store async throws in
-            await #expect(throws: KakinError.self) {
-                try await store.applyPurchase(purchase("u1", transaction("3000", revokedAt: 1_790_000_000_500)))
-            }
+            let outcome = try await store.applyPurchase(purchase("u1", transaction("3000", revokedAt: 1_790_000_000_500)))
+            #expect(outcome == .revoked(revocationDateMs: 1_790_000_000_500))
             #expect(try await store.wallet("u1") == WalletBalance())
             #expect(try await store.ledger(customerId: "u1", limit: 10, cursor: nil).entries.isEmpty)
         }

@@ -13,15 +13,21 @@ public final class KakinRuntime: Sendable {
         /// Trusted roots used when the configuration names none (nil = Apple Root CA - G3).
         public var defaultRootsDER: [[UInt8]]?
         public var clock: any Clock
+        /// Where customer tokens and entry ids come from (random; tests may make them deterministic).
+        public var ids: any IDGenerator
         public var logger: Logger
+        /// How often missed notifications are looked for in Notification History (when the API is configured).
+        public var recoveryIntervalMs: Int64 = 15 * 60 * 1000
         public var http: HTTPServerConfiguration
         public var extraRoutes: @Sendable (inout Router) -> Void
 
         public init(configuration: Configuration, defaultRootsDER: [[UInt8]]? = nil, clock: any Clock = SystemClock(),
-                    logger: Logger = Logger(), extraRoutes: @escaping @Sendable (inout Router) -> Void = { _ in }) {
+                    ids: (any IDGenerator)? = nil, logger: Logger = Logger(),
+                    extraRoutes: @escaping @Sendable (inout Router) -> Void = { _ in }) {
             self.configuration = configuration
             self.defaultRootsDER = defaultRootsDER
             self.clock = clock
+            self.ids = ids ?? RandomIDGenerator(clock: clock)
             self.logger = logger
             var http = HTTPServerConfiguration()
             http.host = configuration.host
@@ -34,13 +40,16 @@ public final class KakinRuntime: Sendable {
     public let app: KakinApp
     public let server: HTTPServer
     public let database: any SQLDatabase
+    /// Reads Notification History periodically (its first pass runs at start: it heals a downtime).
+    let recovery: BackgroundLoop
 
     public var port: Int { server.port }
 
-    init(app: KakinApp, server: HTTPServer, database: any SQLDatabase) {
+    init(app: KakinApp, server: HTTPServer, database: any SQLDatabase, recovery: BackgroundLoop) {
         self.app = app
         self.server = server
         self.database = database
+        self.recovery = recovery
     }
 
     /// Opens the database (migrating it), builds the verifier and the app, and starts listening.
@@ -50,7 +59,7 @@ public final class KakinRuntime: Sendable {
             throw KakinError(.invalidConfiguration, "Refusing to listen on \(config.host) without auth: configure auth or bind a loopback address.")
         }
         let database = try openDatabase(config.database)
-        let store = KakinStore(database: database, ids: RandomIDGenerator(clock: options.clock), clock: options.clock)
+        let store = KakinStore(database: database, ids: options.ids, clock: options.clock)
         try await store.migrate()
         let roots = config.trustedRootsDER ?? options.defaultRootsDER ?? [AppleRootCertificates.appleRootCAG3]
         let verifier = try SignedDataVerifier(
@@ -69,7 +78,12 @@ public final class KakinRuntime: Sendable {
             throw error
         }
         app.notificationWorker.start { [app] in await app.processDueNotifications() }
-        return KakinRuntime(app: app, server: server, database: database)
+        let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
+        if let api = config.appStoreServerAPI {
+            try app.connectAppStoreServerAPI(api)
+            recovery.start { [app] in await app.recoverMissedNotificationsLogged() }
+        }
+        return KakinRuntime(app: app, server: server, database: database, recovery: recovery)
     }
 
     static func openDatabase(_ location: Configuration.Database) throws -> any SQLDatabase {
@@ -84,6 +98,7 @@ public final class KakinRuntime: Sendable {
     /// Graceful stop: finish in-flight requests, then close the database.
     public func shutdown(gracePeriodSeconds: Double = 10) async {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
+        await recovery.stop()
         await app.notificationWorker.stop()
         await database.close()
     }

@@ -75,7 +75,7 @@ extension KakinApp {
             do {
                 _ = try await apply(tx, jws: transactionJWS, customerId: customerId, via: "notification", purchaseProcessId: nil)
                 claimedBy = customerId
-            } catch where error.kind == .transactionRevoked || error.kind == .belongsToAnotherCustomer {
+            } catch where error.kind == .belongsToAnotherCustomer {
                 try await store.storeUnclaimedTransaction(tx, jws: transactionJWS)
             }
         } else {
@@ -102,7 +102,7 @@ extension KakinApp {
                 try await applyNotification(n)
             } catch {
                 metrics.increment(.notificationsFailed)
-                let delayMs = NotificationWorker.retryDelayMs(afterAttempts: n.attempts + 1)
+                let delayMs = Self.retryDelayMs(afterAttempts: n.attempts + 1)
                 logger.warning("notification processing failed; will retry", [
                     "notification.uuid": .string(n.notificationUUID), "error.id": .string(error.kind.id),
                     "error.detail": .string(error.detail ?? error.message), "retry.inMs": .int(delayMs),
@@ -111,6 +111,11 @@ extension KakinApp {
             }
         }
         return due.count
+    }
+
+    /// Backoff for a notification whose processing failed: 1 s doubling to at most 10 min. Never gives up.
+    static func retryDelayMs(afterAttempts attempts: Int) -> Int64 {
+        min(600_000, 1000 << Int64(min(max(attempts - 1, 0), 20)))
     }
 
     /// Processes until nothing is due (tests and commands use it to wait for the inbox to settle).

@@ -55,6 +55,7 @@ extension KakinApp {
         switch outcome {
         case .applied: metrics.increment(.purchasesApplied)
         case .alreadyProcessed: metrics.increment(.purchasesDuplicate)
+        case .revoked: break
         }
         return outcome
     }
@@ -68,6 +69,8 @@ extension KakinApp {
         case .alreadyProcessed(let applied):
             return .error(KakinError(.alreadyProcessed), requestId: requestId,
                           extra: ["transaction": transaction.raw, "grant": applied.grant, "customer": status])
+        case .revoked(let at):
+            throw KakinError(.transactionRevoked, detail: "transaction \(transaction.transactionId) revoked at \(at)")
         }
     }
 
@@ -87,10 +90,5 @@ extension KakinApp {
             renewalInfos: snapshot.renewalInfoJWS.compactMap { StoredJWS.payload($0).flatMap { try? RenewalInfoPayload(json: $0) } })
         let status = StatusEngine.evaluate(history, catalog: mergedCatalog, nowMs: clock.nowMs())
         return status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
-    }
-
-    /// The `{"transactionId"}` form: fetched from the App Store Server API (configured in issue 4's work).
-    func fetchSignedTransaction(_ transactionId: String) async throws(KakinError) -> String {
-        throw KakinError(.appStoreAPINotConfigured)
     }
 }

@@ -9,12 +9,14 @@ extension KakinApp {
         r.add("GET", "/metrics") { [unowned self] req, p in await self.getMetrics(req, p) }
         r.add("GET", "/v1/customers/{customerId}") { [unowned self] req, p in await self.getCustomer(req, p) }
         r.add("POST", "/v1/customers/{customerId}/transactions") { [unowned self] req, p in await self.postTransaction(req, p) }
+        r.add("POST", "/v1/customers/{customerId}/restore") { [unowned self] req, p in await self.postRestore(req, p) }
         r.add("GET", "/v1/customers/{customerId}/wallet") { [unowned self] req, p in await self.getWallet(req, p) }
         r.add("POST", "/v1/customers/{customerId}/wallet/spend") { [unowned self] req, p in await self.postSpend(req, p) }
         r.add("POST", "/v1/customers/{customerId}/wallet/grants") { [unowned self] req, p in await self.postGrant(req, p) }
         r.add("GET", "/v1/customers/{customerId}/wallet/ledger") { [unowned self] req, p in await self.getLedger(req, p) }
         r.add("GET", "/v1/recipients/{recipient}/support") { [unowned self] req, p in await self.getRecipientSupport(req, p) }
         r.add("POST", "/v1/notifications/appstore") { [unowned self] req, p in await self.postNotification(req, p) }
+        r.add("POST", "/v1/admin/notifications/recover") { [unowned self] req, p in await self.postRecoverNotifications(req, p) }
         r.add("GET", "/v1/admin/ledger/check") { [unowned self] req, p in await self.getLedgerCheck(req, p) }
     }
 

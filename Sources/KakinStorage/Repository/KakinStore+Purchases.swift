@@ -47,6 +47,10 @@ public enum PurchaseOutcome: Sendable, Hashable {
     case applied(AppliedPurchase)
     /// Applied before, by any path: 409 with the same fields.
     case alreadyProcessed(AppliedPurchase)
+    /// Refunded or revoked before it was ever applied: nothing is granted (422), but the transaction is
+    /// kept and linked to the customer, whose status then shows the revocation whatever order the
+    /// purchase and its refund arrive in.
+    case revoked(revocationDateMs: Int64)
 }
 
 extension KakinStore {
@@ -73,7 +77,7 @@ extension KakinStore {
         }
         // The newest stored copy decides (a refund may have arrived before the purchase was presented).
         if let revokedAt = try storedRevocationDate(db, tx.transactionId) {
-            throw KakinError(.transactionRevoked, detail: "transaction \(tx.transactionId) revoked at \(revokedAt)")
+            return .revoked(revocationDateMs: revokedAt)
         }
 
         var grant: JSONValue

@@ -31,3 +31,13 @@ extension KakinStore {
         }
     }
 }
+
+extension KakinStore {
+    /// The original transactions linked to a customer (what a restore without an id asks the App Store about).
+    public func linkedOriginalTransactions(_ customerId: String, limit: Int) async throws(KakinError) -> [String] {
+        try await read { db in
+            try db.query("SELECT original_transaction_id FROM original_links WHERE customer_id = ? ORDER BY linked_at_ms LIMIT ?",
+                         [.text(customerId), .integer(Int64(limit))]).compactMap { $0.string("original_transaction_id") }
+        }
+    }
+}

@@ -17,7 +17,9 @@ final class SimulatedKakin: Sendable {
 
     static let start2026 = Timestamp.parseRFC3339("2026-01-01T00:00:00Z")!
 
-    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil) async throws -> SimulatedKakin {
+    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil,
+                      durable: Bool = true,
+                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var config = Configuration()
@@ -28,14 +30,18 @@ final class SimulatedKakin: Sendable {
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
         let local = try LocalMode(configuration: config, simulatorConfiguration: simConfig, simulatorStartMs: start2026,
-                                  logger: Logger(minimum: .error))
-        let runtime = try await KakinRuntime.start(local.runtimeOptions())
+                                  logger: Logger(minimum: .error), deliveries: deliveries)
+        var options = local.runtimeOptions()
+        options.ids = ids ?? options.ids
+        let runtime = try await KakinRuntime.start(options)
         try await local.attach(to: runtime)
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
     }
 
-    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, _ body: (SimulatedKakin) async throws -> Void) async throws {
-        let k = try await start(catalog: catalog, gracePeriodDays: gracePeriodDays)
+    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil,
+                     deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
+                     _ body: (SimulatedKakin) async throws -> Void) async throws {
+        let k = try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, deliveries: deliveries)
         do {
             try await body(k)
         } catch {
@@ -77,15 +83,26 @@ final class SimulatedKakin: Sendable {
         return (try? JSONParser.parse(response.body)) ?? .null
     }
 
+    /// Kakin's own HTTP route, called in-process.
+    func kakin(_ method: String, _ path: String, _ body: JSONValue? = nil) async -> (status: Int, json: JSONValue) {
+        var headers = HTTPHeaders()
+        if body != nil { headers.add("Content-Type", "application/json") }
+        let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: [], headers: headers,
+                                  body: body?.serialized() ?? [], requestId: "test", remoteAddress: nil)
+        let response = await app.handle(request)
+        return (response.status, (try? JSONParser.parse(response.body)) ?? .null)
+    }
+
     func token(_ customer: String) async throws -> String {
         try await app.store.ensureCustomer(customer).appAccountToken
     }
 
     /// Buys in the simulated App Store with the customer's token; returns the simulator's answer.
     @discardableResult
-    func buy(_ customer: String, _ productId: String, offer: JSONValue? = nil, familyShared: Bool = false) async throws -> JSONValue {
+    func buy(_ customer: String, _ productId: String, offer: JSONValue? = nil, familyShared: Bool = false,
+             withToken: Bool = true) async throws -> JSONValue {
         var body: [String: JSONValue] = ["productId": .string(productId)]
-        if !familyShared { body["appAccountToken"] = .string(try await token(customer)) }
+        if !familyShared, withToken { body["appAccountToken"] = .string(try await token(customer)) }
         if let offer { body["offer"] = offer }
         if familyShared { body["familyShared"] = true }
         return try await sim("POST", "/simulator/v1/purchases", .object(body))
@@ -108,12 +125,42 @@ final class SimulatedKakin: Sendable {
 
     /// `GET /v1/customers/{id}` through Kakin's own route.
     func status(_ customer: String) async throws -> JSONValue {
-        let request = HTTPRequest(method: "GET", path: "/v1/customers/\(customer)", rawPath: "/v1/customers/\(customer)",
-                                  queryItems: [], headers: HTTPHeaders(), body: [], requestId: "test", remoteAddress: nil)
-        return try JSONParser.parse(await app.handle(request).body)
+        await kakin("GET", "/v1/customers/\(customer)").json
     }
 
     func subscription(_ customer: String) async throws -> JSONValue {
         try await status(customer)["subscriptions"]?.arrayValue?.first ?? .null
     }
+}
+
+/// Deliveries the test controls: cut (the receiver is unreachable: the simulator retries on Apple's
+/// schedule), and optionally copied to a second receiver that never misses one.
+final class NotificationSwitch: NotificationSink, @unchecked Sendable {
+    let inner: any NotificationSink
+    let lock = NSLock()
+    var reachable = true
+    var copy: (@Sendable (String) async -> Void)?
+
+    init(_ inner: any NotificationSink) { self.inner = inner }
+
+    func set(reachable: Bool) { lock.withLock { self.reachable = reachable } }
+    func copy(to receiver: @escaping @Sendable (String) async -> Void) { lock.withLock { copy = receiver } }
+
+    func deliver(signedPayload: String) async -> SendAttemptResult {
+        let (up, copy) = lock.withLock { (reachable, self.copy) }
+        await copy?(signedPayload)
+        return up ? await inner.deliver(signedPayload: signedPayload) : .noResponse
+    }
+}
+
+/// Deterministic ids, so two Kakins fed the same events create the same customers and tokens.
+final class SequentialIDs: IDGenerator, @unchecked Sendable {
+    let lock = NSLock()
+    var uuids = 0
+    var ids = 0
+    func uuid() -> String {
+        let n = lock.withLock { uuids += 1; return uuids }
+        return String(format: "00000000-0000-4000-8000-%012d", n)
+    }
+    func id(prefix: String) -> String { prefix + String(lock.withLock { ids += 1; return ids }) }
 }

@@ -2,14 +2,10 @@ import Foundation
 import KakinCore
 import Synchronization
 
-/// The background loop that applies stored notifications: woken when one arrives, and polling for
-/// retries that come due. One loop per process; processing is sequential (ordering by signedDate).
-public final class NotificationWorker: Sendable {
-    /// Backoff for a notification whose processing failed: 1 s doubling to at most 10 min. Never gives up.
-    static func retryDelayMs(afterAttempts attempts: Int) -> Int64 {
-        min(600_000, 1000 << Int64(min(max(attempts - 1, 0), 20)))
-    }
-
+/// A background job that runs its work, then sleeps until woken or until the poll interval passes:
+/// the notification worker (woken when one arrives, polling for retries that come due) and the
+/// Notification History recovery (every few minutes). Stops cleanly after its current pass.
+public final class BackgroundLoop: Sendable {
     let pollIntervalMs: Int64
     private let state = Mutex<State>(State())
 
@@ -32,7 +28,7 @@ public final class NotificationWorker: Sendable {
         state.withLock { $0.task = task }
     }
 
-    /// Makes the loop run again now (a notification arrived).
+    /// Makes the loop run again now.
     public func wake() {
         let sleeper = state.withLock { s -> CheckedContinuation<Void, Never>? in
             s.wakeRequested = true
