@@ -62,10 +62,10 @@ public final class KakinApp: Sendable {
     /// The handler to give the HTTP server.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let routes = router.withLock { $0 }
-        let response = await routes.handle(request, notFound: { req in
-            HTTPResponse.error(KakinError(.routeNotFound), requestId: req.requestId)
-        }, methodNotAllowed: { req, allowed in
-            HTTPResponse.error(KakinError(.methodNotAllowed, detail: allowed.joined(separator: ", ")), requestId: req.requestId)
+        let response = await routes.handle(request, notFound: { [self] req in
+            errorResponse(KakinError(.routeNotFound), for: req)
+        }, methodNotAllowed: { [self] req, allowed in
+            errorResponse(KakinError(.methodNotAllowed, detail: allowed.joined(separator: ", ")), for: req)
         })
         metrics.count(status: response.status)
         return response
@@ -90,9 +90,13 @@ public final class KakinApp: Sendable {
         do {
             return try await body()
         } catch {
-            log(error, request: request)
-            return .error(error, requestId: request.requestId)
+            return errorResponse(error, for: request)
         }
+    }
+
+    func errorResponse(_ error: KakinError, for request: HTTPRequest) -> HTTPResponse {
+        log(error, request: request)
+        return .error(error, requestId: request.requestId)
     }
 
     func log(_ error: KakinError, request: HTTPRequest) {

@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 import HTTPServer
 import KakinCore
-import KakinServer
+@testable import KakinServer
 import KakinStorage
 import Synchronization
 import Testing
@@ -81,7 +81,7 @@ final class TestKakin: Sendable {
     ])
 
     static func start(wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
-                      bodyBytesMax: Int = 1 << 20) async throws -> TestKakin {
+                      bodyBytesMax: Int = 1 << 20, auth: Configuration.Auth? = nil, clock serverClock: (any Clock)? = nil) async throws -> TestKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let clock = ManualClock()
@@ -93,7 +93,8 @@ final class TestKakin: Sendable {
         config.apps = [Configuration.App(bundleId: TestAppStore.bundleId, appAppleId: 1_234_567_890, environments: [.sandbox], catalog: catalog)]
         config.wallet = wallet
         config.transferPolicy = transferPolicy
-        var options = KakinRuntime.Options(configuration: config, clock: clock, logger: Logger(minimum: .error))
+        config.auth = auth
+        var options = KakinRuntime.Options(configuration: config, clock: serverClock ?? clock, logger: Logger(minimum: .error))
         options.http.bodyBytesMax = bodyBytesMax
         let runtime = try await KakinRuntime.start(options)
         return TestKakin(runtime: runtime, directory: dir, clock: clock, appStore: appStore)
