@@ -194,7 +194,7 @@ extension KakinStore {
         let counts = try db.queryOne("""
             SELECT SUM(CASE WHEN kind = 'refund' THEN 1 ELSE 0 END) AS refunds,
                    SUM(CASE WHEN kind = 'refundReversed' THEN 1 ELSE 0 END) AS reversals
-            FROM ledger_entries WHERE reference = ? AND customer_id = ?
+            FROM ledger_entries WHERE reference = ? AND customer_id = ? AND kind IN ('purchase', 'refund', 'refundReversed')
             """, [.text(transactionId), .text(customerId)])
         let refunds = counts?.int("refunds") ?? 0
         let reversals = counts?.int("reversals") ?? 0
@@ -211,8 +211,10 @@ extension KakinStore {
                 priceMilli: purchase.int("price_milli").map { -$0 }, currency: purchase.string("currency"), detail: .object(detail)))
             try recordEvent(db, customerId: customerId, atMs: nowMs, kind: "purchase.refunded", reference: transactionId, detail: .object(detail))
         } else if revokedAt == nil, refunds > reversals,
+                  // `kind IN (…)` repeats the partial index's condition so SQLite uses it.
                   let last = try db.queryOne("""
-                      SELECT paid_delta, free_delta FROM ledger_entries WHERE reference = ? AND customer_id = ? AND kind = 'refund'
+                      SELECT paid_delta, free_delta FROM ledger_entries
+                      WHERE reference = ? AND customer_id = ? AND kind IN ('purchase', 'refund', 'refundReversed') AND kind = 'refund'
                       ORDER BY seq DESC LIMIT 1
                       """, [.text(transactionId), .text(customerId)]) {
             _ = try moveCoins(db, LedgerMovement(

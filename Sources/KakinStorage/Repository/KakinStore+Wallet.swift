@@ -9,8 +9,9 @@ struct LedgerMovement {
     var paid: Int64
     var free: Int64
     var reference: String
-    /// Unique per effect: the database refuses a second entry with the same key.
-    var effectKey: String
+    /// Unique per App Store effect (purchase, refund, reversal): the database refuses a second entry with the
+    /// same key. Spends and grants are unique by their idempotency key row instead.
+    var effectKey: String?
     var item: String? = nil
     var recipient: String? = nil
     var priceMilli: Int64? = nil
@@ -114,7 +115,7 @@ extension KakinStore {
                 reference, effect_key, item, recipient, price_milli, currency, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(m.entryId), .text(m.customerId), .integer(m.atMs), .text(m.kind.rawValue), .integer(m.paid),
-                  .integer(m.free), .integer(after.paid), .integer(after.free), .text(m.reference), .text(m.effectKey),
+                  .integer(m.free), .integer(after.paid), .integer(after.free), .text(m.reference), SQLValue(m.effectKey),
                   SQLValue(m.item), SQLValue(m.recipient), SQLValue(m.priceMilli), SQLValue(m.currency),
                   m.detail.isNull ? .null : .text(m.detail.jsonString)])
         return after
@@ -158,7 +159,7 @@ extension KakinStore {
             if let split = WalletRules.split(amount: amount, of: balance, order: order) {
                 let after = try Self.moveCoins(db, LedgerMovement(
                     entryId: entryId, customerId: customerId, atMs: now, kind: .spend, paid: -split.paid, free: -split.free,
-                    reference: spendId, effectKey: "spend:\(customerId):\(idempotencyKey)", item: item, recipient: recipient))
+                    reference: spendId, effectKey: nil, item: item, recipient: recipient))
                 result = .spent(spendId: spendId, amount: amount, paidUsed: split.paid, freeUsed: split.free, wallet: after)
             } else {
                 result = .insufficient(wallet: balance)
@@ -181,7 +182,7 @@ extension KakinStore {
             _ = try Self.ensureCustomer(db, customerId, newToken: ids.uuid, nowMs: now)
             let after = try Self.moveCoins(db, LedgerMovement(
                 entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
-                reference: idempotencyKey, effectKey: "grant:\(customerId):\(idempotencyKey)", item: reason))
+                reference: idempotencyKey, effectKey: nil, item: reason))
             return try Self.storeAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request,
                                         answer: render(.granted(entryId: entryId, amount: amount, wallet: after)), nowMs: now)
         }

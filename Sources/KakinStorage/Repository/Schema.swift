@@ -1,8 +1,10 @@
 /// Kakin's tables. Idempotency is enforced here, by unique keys written in the same database transaction
 /// as the effect they guard:
 /// - `applied_transactions.transaction_id`: a transaction is applied (201) once; every later attempt is 409.
-/// - `ledger_entries.effect_key`: each coin movement ("purchase:<txid>", "spend:<customer>:<key>", …) exists once.
-/// - `idempotency_keys (customer_id, scope, key)`: Stripe-style replay of spend and grant answers.
+/// - `ledger_entries.effect_key`: each coin movement an App Store transaction causes ("purchase:<txid>",
+///   "refund:<txid>:<n>", …) exists once.
+/// - `idempotency_keys (customer_id, scope, key)`: each spend and grant exists once, and its answer is replayed.
+/// Indexes are partial where most rows don't need them: every index is a page written per commit.
 /// `wallets` caches each balance; the ledger check proves it equals the sum of the customer's entries.
 enum Schema {
     static let migrations: [SQLMigration] = [
@@ -29,7 +31,7 @@ enum Schema {
                 paid_after INTEGER NOT NULL,
                 free_after INTEGER NOT NULL,
                 reference TEXT NOT NULL,
-                effect_key TEXT NOT NULL UNIQUE,
+                effect_key TEXT,
                 item TEXT,
                 recipient TEXT,
                 price_milli INTEGER,
@@ -37,8 +39,9 @@ enum Schema {
                 detail TEXT
             );
             CREATE INDEX ledger_by_customer ON ledger_entries(customer_id, seq);
-            CREATE INDEX ledger_by_recipient ON ledger_entries(recipient, customer_id);
-            CREATE INDEX ledger_by_reference ON ledger_entries(reference);
+            CREATE UNIQUE INDEX ledger_by_effect ON ledger_entries(effect_key) WHERE effect_key IS NOT NULL;
+            CREATE INDEX ledger_by_recipient ON ledger_entries(recipient, customer_id) WHERE recipient IS NOT NULL;
+            CREATE INDEX ledger_by_transaction ON ledger_entries(reference, customer_id) WHERE kind IN ('purchase', 'refund', 'refundReversed');
             CREATE TABLE transactions (
                 transaction_id TEXT PRIMARY KEY,
                 original_transaction_id TEXT NOT NULL,
@@ -80,7 +83,7 @@ enum Schema {
                 response BLOB NOT NULL,
                 created_at_ms INTEGER NOT NULL,
                 PRIMARY KEY (customer_id, scope, key)
-            );
+            ) WITHOUT ROWID;
             CREATE TABLE events (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
                 customer_id TEXT,

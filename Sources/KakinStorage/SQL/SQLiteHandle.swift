@@ -52,6 +52,8 @@ final class SQLiteHandle {
         // Statement journals of savepoints stay in memory: each write body runs in a savepoint, and a
         // temporary file per spill costs syscalls on the hot path.
         try execute("PRAGMA temp_store = MEMORY", [])
+        // 64 MiB of page cache per connection (SQLite's default is 2 MiB): re-reading pages is a syscall each.
+        try execute("PRAGMA cache_size = -65536", [])
     }
 
     deinit { close() }
