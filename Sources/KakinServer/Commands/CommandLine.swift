@@ -86,6 +86,8 @@ public enum KakinCommand {
                                     verify signed App Store data and print it as JSON
           kakin ledger check [--config kakin.json] [--database URL]
                                     prove every balance equals the sum of its ledger entries
+          kakin notifications recover --config kakin.json
+                                    apply what Notification History has that Kakin missed
           kakin errors [--markdown] print the error catalogue
           kakin <command> --help    usage of one command
         """
@@ -106,6 +108,8 @@ public enum KakinCommand {
             return VerifyCommand.run(arguments: rest)
         case "ledger":
             return await LedgerCommand.run(arguments: rest)
+        case "notifications":
+            return await NotificationsCommand.run(arguments: rest)
         case "errors":
             return ErrorsCommand.run(arguments: rest)
         case "simulator":

@@ -58,17 +58,7 @@ public final class KakinRuntime: Sendable {
         if config.auth == nil, !Configuration.isLoopback(config.host) {
             throw KakinError(.invalidConfiguration, "Refusing to listen on \(config.host) without auth: configure auth or bind a loopback address.")
         }
-        let database = try openDatabase(config.database)
-        let store = KakinStore(database: database, ids: options.ids, clock: options.clock)
-        try await store.migrate()
-        let roots = config.trustedRootsDER ?? options.defaultRootsDER ?? [AppleRootCertificates.appleRootCAG3]
-        let verifier = try SignedDataVerifier(
-            trustedRoots: roots,
-            apps: config.apps.map { AppIdentity(bundleId: $0.bundleId, appAppleId: $0.appAppleId, environments: $0.environments) },
-            clock: { [clock = options.clock] in clock.nowMs() })
-        let app = KakinApp(store: store, verifier: verifier,
-                           settings: .init(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth),
-                           clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
+        let (app, database) = try await makeApp(options)
         let server = HTTPServer(configuration: options.http, handler: { [app] req in await app.handle(req) },
                                 rejectionResponder: { rejection, requestId in KakinApp.rejection(rejection, requestId: requestId) })
         do {
@@ -79,11 +69,33 @@ public final class KakinRuntime: Sendable {
         }
         app.notificationWorker.start { [app] in await app.processDueNotifications() }
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
-        if let api = config.appStoreServerAPI {
-            try app.connectAppStoreServerAPI(api)
+        if config.appStoreServerAPI != nil {
             recovery.start { [app] in await app.recoverMissedNotificationsLogged() }
         }
         return KakinRuntime(app: app, server: server, database: database, recovery: recovery)
+    }
+
+    /// The app over its migrated database, without HTTP (commands use it directly).
+    static func makeApp(_ options: Options) async throws -> (KakinApp, any SQLDatabase) {
+        let config = options.configuration
+        let database = try openDatabase(config.database)
+        do {
+            let store = KakinStore(database: database, ids: options.ids, clock: options.clock)
+            try await store.migrate()
+            let roots = config.trustedRootsDER ?? options.defaultRootsDER ?? [AppleRootCertificates.appleRootCAG3]
+            let verifier = try SignedDataVerifier(
+                trustedRoots: roots,
+                apps: config.apps.map { AppIdentity(bundleId: $0.bundleId, appAppleId: $0.appAppleId, environments: $0.environments) },
+                clock: { [clock = options.clock] in clock.nowMs() })
+            let app = KakinApp(store: store, verifier: verifier,
+                               settings: .init(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth),
+                               clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
+            if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
+            return (app, database)
+        } catch {
+            await database.close()
+            throw error
+        }
     }
 
     static func openDatabase(_ location: Configuration.Database) throws -> any SQLDatabase {
@@ -249,6 +261,60 @@ enum LedgerCommand {
             return 2
         } catch {
             Console.err("kakin ledger: \(error)")
+            return 1
+        }
+    }
+}
+
+enum NotificationsCommand {
+    static let usage = """
+        usage: kakin notifications recover --config kakin.json
+          Reads the App Store's Notification History since the last run (or the last 30 days) and applies
+          every notification Kakin missed. Needs appStoreServerAPI in the config. Exit 0 on success.
+        """
+
+    static func run(arguments: [String]) async -> Int32 {
+        let args: ParsedArguments
+        do {
+            args = try ParsedArguments(arguments, valued: ["config"])
+        } catch {
+            Console.err("kakin notifications: \(error)")
+            return 2
+        }
+        if args.wantsHelp {
+            Console.out(usage)
+            return 0
+        }
+        guard args.positionals == ["recover"], let path = args.last("config") else {
+            Console.err(usage)
+            return 2
+        }
+        do {
+            let config = try Configuration.load(path: path)
+            guard config.appStoreServerAPI != nil else {
+                Console.err("kakin notifications: the config has no appStoreServerAPI section")
+                return 2
+            }
+            let (app, database) = try await KakinRuntime.makeApp(KakinRuntime.Options(configuration: config))
+            let read: Int, new: Int
+            do {
+                (read, new) = try await app.recoverMissedNotifications()
+                await app.drainNotifications()
+            } catch {
+                await database.close()
+                throw error
+            }
+            await database.close()
+            Console.out(#"{"read": \#(read), "new": \#(new)}"#)
+            return 0
+        } catch let error as ConfigurationError {
+            Console.err("kakin notifications: invalid configuration: \(error)")
+            return 2
+        } catch let error as KakinError {
+            Console.err("kakin notifications: \(error.message)" + (error.detail.map { " (\($0))" } ?? ""))
+            return 1
+        } catch {
+            Console.err("kakin notifications: \(error)")
             return 1
         }
     }
