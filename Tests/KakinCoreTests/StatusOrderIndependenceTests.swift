@@ -6,23 +6,11 @@ import Testing
 @Suite struct StatusOrderIndependenceTests {
     typealias F = StatusFixtures
 
-    /// SplitMix64: small, seeded, the same on every machine.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let groups: [[String]] = [["premium.monthly", "premium.yearly", "premium.plus.monthly"], ["extras.monthly"]]
 
     /// A few subscription instances with renewals, offers, refunds, upgrades and several signed copies of each
     /// payload (later copies may add a revocation; some copies share a signedDate), plus one-time purchases.
-    static func randomHistory(_ rng: inout SeededGenerator) -> CustomerHistory {
+    static func randomHistory(_ rng: inout SeededRandom) -> CustomerHistory {
         func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
         func day(_ range: ClosedRange<Int64>) -> Int64 { F.t0 + Int64.random(in: range, using: &rng) * F.dayMs }
         var transactions: [TransactionPayload] = []
@@ -75,7 +63,7 @@ import Testing
     }
 
     /// The same copies, shuffled, with some of them received again.
-    static func rearranged(_ h: CustomerHistory, _ rng: inout SeededGenerator) -> CustomerHistory {
+    static func rearranged(_ h: CustomerHistory, _ rng: inout SeededRandom) -> CustomerHistory {
         var t = h.transactions
         var r = h.renewalInfos
         for _ in 0..<Int.random(in: 0...4, using: &rng) { if let x = h.transactions.randomElement(using: &rng) { t.append(x) } }
@@ -84,7 +72,7 @@ import Testing
     }
 
     @Test func arrivalOrderAndDuplicatesNeverChangeTheStatus() {
-        var rng = SeededGenerator(state: 0x4B41_4B49_4E00_0004)
+        var rng = SeededRandom(seed: 0x4B41_4B49_4E00_0004)
         var statesSeen = Set<SubscriptionState>()
         for _ in 0..<1_000 {
             let history = Self.randomHistory(&rng)

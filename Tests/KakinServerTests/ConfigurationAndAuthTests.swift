@@ -100,13 +100,7 @@ import Testing
             apiKeys: [Configuration.APIKey(sha256: sha256Hex(backendKey), scope: .backend),
                       Configuration.APIKey(sha256: sha256Hex(adminKey), scope: .admin)],
             customerTokenSecret: secret), clock: SystemClock())
-        do {
-            try await body(k)
-        } catch {
-            await k.stop()
-            throw error
-        }
-        await k.stop()
+        try await using(k, stop: { await $0.stop() }, body)
     }
 
     @Test func requestsWithoutCredentialsAre401AndHealthStaysOpen() async throws {

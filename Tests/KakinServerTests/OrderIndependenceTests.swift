@@ -26,17 +26,6 @@ import Testing
         }
     }
 
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A Kakin without HTTP: the app's own ingestion path over a (non-durable, for speed) SQLite file.
     static func receiver(_ dir: URL, _ name: String, root: [UInt8], clock: any Clock) async throws -> (KakinApp, any SQLDatabase) {
         var options = SQLiteDatabase.Options()
@@ -86,7 +75,7 @@ import Testing
         }
 
         // Histories: every customer buys something; then, over six simulated months, random actions.
-        var rng = SplitMix(state: Self.seed)
+        var rng = SeededRandom(seed: Self.seed)
         let firstBuys = ["premium.monthly", "premium.yearly", "premium.plus.monthly", "coins.100", "coins.500", "noads", "season.pass"]
         var subscriptions: [String] = []
         var coinPurchases: [String] = []

@@ -59,14 +59,13 @@ import Testing
     /// notification; the simulator's later retries are then duplicates that change nothing.
     @Test func outageOfADayHealsFromNotificationHistory() async throws {
         let gate = SwitchBox()
-        try await SimulatedKakinWithIDs.with(ids: SequentialIDs(), deliveries: { inner in
+        try await SimulatedKakin.with(ids: SequentialIDs(), deliveries: { inner in
             let s = NotificationSwitch(inner)
             gate.set(s)
             return s
         }) { k in
             let cut = try #require(gate.get())
-            let reference = try await Self.referenceKakin(trusting: k)
-            do {
+            try await using(try await Self.referenceKakin(trusting: k), stop: { await $0.shutdown() }) { reference in
                 cut.copy { payload in _ = try? await reference.app.ingestNotification(payload, source: "push") }
                 let customers = (0..<6).map { "c\($0)" }
                 for c in customers {
@@ -101,11 +100,7 @@ import Testing
                 try await k.advance(days: 10)
                 await reference.app.drainNotifications()
                 await compare()
-            } catch {
-                await reference.shutdown()
-                throw error
             }
-            await reference.shutdown()
         }
     }
 
@@ -127,21 +122,6 @@ extension HTTPRequest {
     static func get(_ path: String) -> HTTPRequest {
         HTTPRequest(method: "GET", path: path, rawPath: path, queryItems: [], headers: HTTPHeaders(), body: [], requestId: "test",
                     remoteAddress: nil)
-    }
-}
-
-/// `SimulatedKakin.with` for a test that needs deterministic ids.
-enum SimulatedKakinWithIDs {
-    static func with(ids: any IDGenerator, deliveries: @escaping (any NotificationSink) -> any NotificationSink,
-                     _ body: (SimulatedKakin) async throws -> Void) async throws {
-        let k = try await SimulatedKakin.start(ids: ids, deliveries: deliveries)
-        do {
-            try await body(k)
-        } catch {
-            await k.stop()
-            throw error
-        }
-        await k.stop()
     }
 }
 

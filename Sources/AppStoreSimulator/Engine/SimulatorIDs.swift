@@ -56,13 +56,11 @@ struct SimulatorIDs: Codable, Sendable, Equatable {
         return String(nextAppTransaction)
     }
 
-    /// SplitMix64: tiny, fast, and good enough for ids that only need to look random and never repeat.
+    /// The next seeded value (`SeededRandom`'s SplitMix64 over the stored state).
     mutating func next() -> UInt64 {
-        rngState &+= 0x9E37_79B9_7F4A_7C15
-        var z = rngState
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        var generator = SeededRandom(seed: rngState)
+        defer { rngState = generator.state }
+        return generator.next()
     }
 
     /// A lowercase version-4 UUID, as Apple writes `notificationUUID`.

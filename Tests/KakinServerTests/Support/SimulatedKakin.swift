@@ -18,7 +18,6 @@ final class SimulatedKakin: Sendable {
     static let start2026 = Timestamp.parseRFC3339("2026-01-01T00:00:00Z")!
 
     static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil,
-                      durable: Bool = true,
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -38,17 +37,11 @@ final class SimulatedKakin: Sendable {
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
     }
 
-    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil,
+    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil,
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
-        let k = try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, deliveries: deliveries)
-        do {
-            try await body(k)
-        } catch {
-            await k.stop()
-            throw error
-        }
-        await k.stop()
+        try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, deliveries: deliveries),
+                        stop: { await $0.stop() }, body)
     }
 
     init(local: LocalMode, runtime: KakinRuntime, directory: URL) {

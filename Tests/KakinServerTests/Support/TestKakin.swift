@@ -116,14 +116,7 @@ final class TestKakin: Sendable {
     /// Runs `body` against a fresh server and always stops it.
     static func with(wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                      _ body: (TestKakin) async throws -> Void) async throws {
-        let k = try await start(wallet: wallet, transferPolicy: transferPolicy)
-        do {
-            try await body(k)
-        } catch {
-            await k.stop()
-            throw error
-        }
-        await k.stop()
+        try await using(try await start(wallet: wallet, transferPolicy: transferPolicy), stop: { await $0.stop() }, body)
     }
 
     // MARK: HTTP
@@ -183,4 +176,15 @@ final class TestKakin: Sendable {
         let r = try await request("GET", "/v1/admin/ledger/check")
         return r.status == 200 && r.json["ok"] == true
     }
+}
+
+/// Runs `body` with a started resource and stops it afterwards, whether `body` threw or not.
+func using<T>(_ resource: T, stop: (T) async -> Void, _ body: (T) async throws -> Void) async throws {
+    do {
+        try await body(resource)
+    } catch {
+        await stop(resource)
+        throw error
+    }
+    await stop(resource)
 }
