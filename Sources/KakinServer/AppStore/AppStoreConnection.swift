@@ -123,9 +123,9 @@ extension KakinApp {
                 let body = try request.jsonObject()
                 transactionId = try field { () throws(ConfigurationError) in
                     try body.check(allowedKeys: ["transactionId", "appReceipt"])
-                    if body.has("appReceipt") { throw ConfigurationError("appReceipt", "is not accepted by this server yet") }
                     return try body.boundedString("transactionId", lengthMax: 64, required: false)
                 }
+                if body.has("appReceipt") { throw KakinError(.receiptNotSupported) }
             }
             try await restore(customerId: customerId, transactionId: transactionId)
             return .json(try await customerStatusJSON(customerId), status: 200)
