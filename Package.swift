@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
-        // Composition: routes, config, auth, pipelines.
+        // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
         .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
@@ -40,6 +40,6 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer"]),
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator"]),
     ]
 )
