@@ -32,7 +32,11 @@ final class LocalMode: Sendable {
     ///   - simulatorConfiguration: the simulated App Store (its catalog should be the app's).
     ///   - simulatorStartMs: where a new simulated clock starts (default: now).
     ///   - deliveries: wraps the in-process notification sink (tests cut or copy deliveries with it).
-    init(configuration: Configuration, simulatorConfiguration: SimulatorConfiguration = SimulatorConfiguration(),
+    /// A fresh simulator gets a random seed: its transaction ids and notification UUIDs must never repeat
+    /// ones an existing database already holds (a lost state file would otherwise make new purchases look
+    /// like old ones: 409 and no coins).
+    init(configuration: Configuration,
+         simulatorConfiguration: SimulatorConfiguration = SimulatorConfiguration(seed: UInt64.random(in: 1...UInt64(Int64.max))),
          simulatorStartMs: Int64? = nil, logger: Logger,
          deliveries: (any NotificationSink) -> any NotificationSink = { $0 }) throws {
         self.configuration = configuration
