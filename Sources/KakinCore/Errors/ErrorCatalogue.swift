@@ -26,7 +26,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case wrongAppAppleID
     case wrongEnvironment
     case retryableFailure
-    case wrongPayloadKind
     // 3xxx: purchases
     case alreadyProcessed
     case unknownProduct
@@ -41,9 +40,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case idempotencyKeyRequired
     case idempotencyKeyReused
     case invalidAmount
-    case ledgerInconsistent
-    // 5xxx: notifications
-    case notificationForUnknownApp
     // 6xxx: App Store simulator
     case simulatorUnknownProduct
     case simulatorNotEligible
@@ -77,7 +73,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .wrongAppAppleID: return "KKN-2006"
         case .wrongEnvironment: return "KKN-2007"
         case .retryableFailure: return "KKN-2008"
-        case .wrongPayloadKind: return "KKN-2009"
         case .alreadyProcessed: return "KKN-3001"
         case .unknownProduct: return "KKN-3002"
         case .transactionRevoked: return "KKN-3003"
@@ -90,8 +85,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
         case .invalidAmount: return "KKN-4004"
-        case .ledgerInconsistent: return "KKN-4005"
-        case .notificationForUnknownApp: return "KKN-5001"
         case .simulatorUnknownProduct: return "KKN-6001"
         case .simulatorNotEligible: return "KKN-6002"
         case .simulatorUnknownSubscription: return "KKN-6003"
@@ -126,7 +119,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .wrongAppAppleID: return "wrong_app_apple_id"
         case .wrongEnvironment: return "wrong_environment"
         case .retryableFailure: return "retryable_failure"
-        case .wrongPayloadKind: return "wrong_payload_kind"
         case .alreadyProcessed: return "already_processed"
         case .unknownProduct: return "unknown_product"
         case .transactionRevoked: return "transaction_revoked"
@@ -139,8 +131,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
         case .invalidAmount: return "invalid_amount"
-        case .ledgerInconsistent: return "ledger_inconsistent"
-        case .notificationForUnknownApp: return "wrong_bundle_id"
         case .simulatorUnknownProduct: return "unknown_product"
         case .simulatorNotEligible: return "not_eligible"
         case .simulatorUnknownSubscription: return "unknown_subscription"
@@ -164,14 +154,12 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return 401
         case .forbidden, .belongsToAnotherCustomer: return 403
         case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
-            .wrongAppAppleID, .wrongEnvironment, .wrongPayloadKind, .unknownProduct, .transactionRevoked,
+            .wrongAppAppleID, .wrongEnvironment, .unknownProduct, .transactionRevoked,
             .idempotencyKeyReused, .receiptNotSupported:
             return 422
         case .appStoreAPINotConfigured: return 501
         case .transactionNotFound: return 404
         case .alreadyProcessed, .insufficientBalance: return 409
-        case .ledgerInconsistent: return 500
-        case .notificationForUnknownApp: return 400
         case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction: return 422
         case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
         case .invalidConfiguration: return 2
@@ -203,7 +191,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .wrongAppAppleID: return "The signed data belongs to another app (app Apple ID)."
         case .wrongEnvironment: return "The signed data comes from an environment this server does not accept."
         case .retryableFailure: return "The signature could not be checked right now; retry later."
-        case .wrongPayloadKind: return "The signed data is valid but is not the kind expected here."
         case .alreadyProcessed: return "This transaction was already applied; finish it in the app."
         case .unknownProduct: return "The product is not in this server's catalog."
         case .transactionRevoked: return "The transaction was refunded or revoked and grants nothing."
@@ -216,8 +203,6 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."
         case .invalidAmount: return "The amount must be a positive whole number of coins within limits."
-        case .ledgerInconsistent: return "A balance does not equal the sum of its ledger entries."
-        case .notificationForUnknownApp: return "The notification is for an app this server is not configured for."
         case .simulatorUnknownProduct: return "The simulator's catalog has no such product."
         case .simulatorNotEligible: return "The App Store would refuse this purchase (not eligible for the offer)."
         case .simulatorUnknownSubscription: return "The simulator has no such subscription."
