@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
         .target(name: "KakinCore", linkerSettings: [.linkedLibrary("m")]),
@@ -23,6 +24,8 @@ let package = Package(
         .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources", "README.md"]),
         // SQL storage: SQLite with group commit; the repository over it.
         .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"], exclude: ["SQL/README.md"]),
+        // The PostgreSQL engine of KakinStorage's SQLDatabase, over libpq: many Kakin processes on one database.
+        .target(name: "KakinPostgreSQL", dependencies: ["KakinStorage", "CLibPQ"], exclude: ["README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
@@ -30,16 +33,19 @@ let package = Package(
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),
-        .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage"]),
+        // The tests' throwaway PostgreSQL (a schema per test); used by test targets only.
+        .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinStorage"], path: "Tests/KakinTestPostgres"),
+        .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinPostgreSQL", "KakinTestPostgres"]),
+        .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator"]),
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator"]),
     ]
 )

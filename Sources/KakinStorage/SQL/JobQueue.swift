@@ -5,7 +5,7 @@ import Foundation
 /// `enqueue` never blocks (it throws when full or closed); `take` blocks the calling worker thread
 /// on a condition variable until work arrives. After `close`, queued jobs are still handed out and
 /// `take` returns `nil` once the queue is empty.
-final class JobQueue<Job: Sendable>: @unchecked Sendable {
+package final class JobQueue<Job: Sendable>: @unchecked Sendable {
     // @unchecked: every stored var below is read and written only while `condition` is locked.
     private let condition = NSCondition()
     private var slots: [Job?] = []
@@ -17,19 +17,19 @@ final class JobQueue<Job: Sendable>: @unchecked Sendable {
     /// - Parameters:
     ///   - name: "write" or "read", for error messages.
     ///   - depthMax: queued jobs beyond which `enqueue` throws `.overloaded`.
-    init(name: String, depthMax: Int) {
+    package init(name: String, depthMax: Int) {
         precondition(depthMax > 0)
         self.name = name
         self.depthMax = depthMax
     }
 
-    var depth: Int {
+    package var depth: Int {
         condition.lock()
         defer { condition.unlock() }
         return slots.count - head
     }
 
-    func enqueue(_ job: Job) throws {
+    package func enqueue(_ job: Job) throws {
         condition.lock()
         defer { condition.unlock() }
         guard !isClosed else { throw SQLError(kind: .closed, message: "database is closed") }
@@ -42,7 +42,7 @@ final class JobQueue<Job: Sendable>: @unchecked Sendable {
 
     /// Blocks until at least one job is queued, then takes the first one and, if `joins(first, next)`
     /// holds, the jobs following it, up to `countMax` in all. Returns `nil` when closed and drained.
-    func take(countMax: Int, joining joins: (Job, Job) -> Bool) -> [Job]? {
+    package func take(countMax: Int, joining joins: (Job, Job) -> Bool) -> [Job]? {
         precondition(countMax > 0)
         condition.lock()
         defer { condition.unlock() }
@@ -64,7 +64,7 @@ final class JobQueue<Job: Sendable>: @unchecked Sendable {
     }
 
     /// Refuses new jobs and wakes every waiting worker so it can drain and exit.
-    func close() {
+    package func close() {
         condition.lock()
         defer { condition.unlock() }
         isClosed = true

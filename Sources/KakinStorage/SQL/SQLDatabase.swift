@@ -4,6 +4,10 @@
 /// closure returned throws `SQLError` of kind `.misuse`. SQL uses `?` placeholders. Transaction control
 /// (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`) belongs to the database and is refused.
 public protocol SQLConnection: AnyObject {
+    /// Which SQL the engine speaks, for the rare statement that cannot be written once for both
+    /// (e.g. PostgreSQL's `FOR UPDATE SKIP LOCKED`). Everything else is portable SQL.
+    var dialect: SQLDialect { get }
+
     /// Runs one statement to completion.
     /// - Returns: rows inserted, updated or deleted by this statement itself (not by triggers);
     ///   0 for statements that change nothing, so `INSERT … ON CONFLICT DO NOTHING` returns 0 or 1.
@@ -34,9 +38,18 @@ extension SQLConnection {
     }
 }
 
+/// The SQL engines Kakin runs on.
+public enum SQLDialect: String, Sendable {
+    case sqlite
+    case postgresql
+}
+
 /// A SQL database with durable, group-committed writes and snapshot reads.
 ///
-/// Implemented by `SQLiteDatabase`; a PostgreSQL implementation will follow with the same contract.
+/// Implemented by `SQLiteDatabase` (one process) and `PostgresDatabase` (`KakinPostgreSQL`, any number of
+/// processes). On PostgreSQL a body may run more than once (a serialization failure re-runs its whole
+/// transaction) and beside bodies of other processes: bodies do nothing but SQL and compute their result
+/// from what they read, so a re-run is harmless and the committed run is the one the caller sees.
 public protocol SQLDatabase: Sendable {
     /// Runs `body` inside a durable write and returns its result once it is on disk.
     ///
@@ -58,7 +71,8 @@ public protocol SQLDatabase: Sendable {
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
 
     /// Applies the migrations this database has not seen yet, in order, each in its own transaction,
-    /// recording each version in `schema_migrations`. Running it again is a no-op.
+    /// recording each version in `schema_migrations`. Running it again is a no-op. Processes that call it
+    /// at the same moment take turns: one migrates, the others wait and then find nothing left to do.
     /// - Parameter migrations: every migration this build knows, versions strictly increasing.
     /// - Throws: `SQLError` of kind `.migration` if a migration fails (it is rolled back) or if the
     ///   database holds a version this build does not know (a newer build migrated it): refuse to start.
@@ -70,14 +84,29 @@ public protocol SQLDatabase: Sendable {
 }
 
 /// One schema change. `sql` may hold several statements but no transaction control.
+///
+/// Write `sql` once in portable SQL (`BIGINT`/`TEXT` columns, `ON CONFLICT`, no engine functions): every
+/// engine runs it. Only a migration that cannot be portable (migration 1 predates PostgreSQL support:
+/// `AUTOINCREMENT`, `WITHOUT ROWID`, `BLOB`) carries a `postgresql` form, which PostgreSQL runs instead.
 public struct SQLMigration: Sendable, Hashable {
     public var version: Int
     public var name: String
     public var sql: String
+    /// PostgreSQL's form of this migration, when `sql` is not portable; nil = PostgreSQL runs `sql`.
+    public var postgresql: String?
 
-    public init(version: Int, name: String, sql: String) {
+    public init(version: Int, name: String, sql: String, postgresql: String? = nil) {
         self.version = version
         self.name = name
         self.sql = sql
+        self.postgresql = postgresql
+    }
+
+    /// The script `dialect` runs.
+    public func sql(for dialect: SQLDialect) -> String {
+        switch dialect {
+        case .sqlite: sql
+        case .postgresql: postgresql ?? sql
+        }
     }
 }

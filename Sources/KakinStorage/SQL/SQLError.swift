@@ -5,6 +5,7 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String {
             case database, constraintViolation, busy, overloaded, closed, misuse, migration, resultTooLarge
+            case unavailable, outcomeUnknown, conflict
         }
         private let code: Code
 
@@ -24,6 +25,16 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         public static let migration = Kind(code: .migration)
         /// A query returned more rows than `queryRowsMax`.
         public static let resultTooLarge = Kind(code: .resultTooLarge)
+        /// The database server could not be reached, or the connection broke before the write was
+        /// committed: nothing was applied. Retry later.
+        public static let unavailable = Kind(code: .unavailable)
+        /// The connection broke while the server was committing: the write may or may not have been
+        /// applied. Never report it as done; retrying it is safe because every change is keyed by a
+        /// unique idempotency key.
+        public static let outcomeUnknown = Kind(code: .outcomeUnknown)
+        /// Concurrent transactions (of this or other processes) kept conflicting with this write past
+        /// the retry limit; nothing was applied. Retry later.
+        public static let conflict = Kind(code: .conflict)
 
         public var description: String { code.rawValue }
     }
@@ -33,6 +44,8 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
     public let code: Int32
     /// Extended engine result code (SQLite: `SQLITE_CONSTRAINT_UNIQUE` = 2067, …); 0 when not from the engine.
     public let extendedCode: Int32
+    /// PostgreSQL's SQLSTATE (`23505`, `40001`, …); nil for other engines and errors not from the server.
+    public let sqlState: String?
     public let message: String
     /// The statement that failed, without parameter values.
     public let sql: String?
@@ -40,19 +53,24 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
     public var isConstraintViolation: Bool { kind == .constraintViolation }
     public var isBusy: Bool { kind == .busy }
     public var isOverloaded: Bool { kind == .overloaded }
+    /// Whether retrying the same request later may succeed and can never apply it twice: the database
+    /// was unreachable, overloaded, busy, conflicting, or could not confirm a commit.
+    public var isRetryable: Bool { [.unavailable, .outcomeUnknown, .conflict, .busy, .overloaded].contains(kind) }
 
     public var description: String {
         var text = "SQLError(\(kind)"
         if code != 0 { text += ", code \(code)/\(extendedCode)" }
+        if let sqlState { text += ", SQLSTATE \(sqlState)" }
         text += "): \(message)"
         if let sql { text += " [sql: \(Self.truncated(sql))]" }
         return text
     }
 
-    init(kind: Kind, code: Int32 = 0, extendedCode: Int32 = 0, message: String, sql: String? = nil) {
+    package init(kind: Kind, code: Int32 = 0, extendedCode: Int32 = 0, sqlState: String? = nil, message: String, sql: String? = nil) {
         self.kind = kind
         self.code = code
         self.extendedCode = extendedCode
+        self.sqlState = sqlState
         self.message = message
         self.sql = sql
     }

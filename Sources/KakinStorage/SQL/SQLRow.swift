@@ -6,7 +6,7 @@ public struct SQLRow: Sendable {
     let columns: SQLColumns
     let values: [SQLValue]
 
-    init(columns: SQLColumns, values: [SQLValue]) {
+    package init(columns: SQLColumns, values: [SQLValue]) {
         assert(columns.names.count == values.count)
         self.columns = columns
         self.values = values
@@ -37,12 +37,12 @@ public struct SQLRow: Sendable {
 }
 
 /// Column names of one result, shared by all its rows.
-final class SQLColumns: Sendable {
+package final class SQLColumns: Sendable {
     let names: [String]
     /// First occurrence wins when a join returns two columns of the same name.
     let indexByName: [String: Int]
 
-    init(names: [String]) {
+    package init(names: [String]) {
         self.names = names
         var indexByName: [String: Int] = [:]
         for (index, name) in names.enumerated() where indexByName[name] == nil {

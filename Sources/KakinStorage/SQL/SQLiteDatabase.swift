@@ -166,7 +166,7 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     public func migrate(_ migrations: [SQLMigration]) async throws {
-        try SQLiteMigrator.validate(migrations)
+        try SQLMigrationHistory.validate(migrations)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let job = WriterJob.exclusive { handle in
                 continuation.resume(with: Result { try SQLiteMigrator(handle: handle).apply(migrations) })

@@ -330,6 +330,8 @@ private func sqliteAuthorizer(
 final class SQLiteScopedConnection: SQLConnection {
     private var handle: SQLiteHandle?
 
+    var dialect: SQLDialect { .sqlite }
+
     init(_ handle: SQLiteHandle) { self.handle = handle }
 
     /// Called when the body returned; later use throws instead of touching another unit of work.

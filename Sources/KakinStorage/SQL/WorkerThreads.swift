@@ -4,16 +4,18 @@ import Synchronization
 /// The database's dedicated threads: blocking SQLite calls never run on Swift's cooperative pool.
 ///
 /// Counts running threads so `waitUntilAllExited()` can suspend (not block) until they are gone.
-final class WorkerThreads: Sendable {
+package final class WorkerThreads: Sendable {
     private struct State {
         var running = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
 
+    package init() {}
+
     /// Starts a thread running `body`, named `name` (Linux shows at most 15 characters). `sending`: the body's captures (a connection) move to that
     /// thread and stay there.
-    func start(name: String, _ body: sending @escaping () -> Void) {
+    package func start(name: String, _ body: sending @escaping () -> Void) {
         state.withLock { $0.running += 1 }
         let transfer = TransferredBody(body: body)
         let thread = Thread { [self] in
@@ -24,7 +26,7 @@ final class WorkerThreads: Sendable {
         thread.start()
     }
 
-    func waitUntilAllExited() async {
+    package func waitUntilAllExited() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let exited = state.withLock { state in
                 if state.running == 0 { return true }

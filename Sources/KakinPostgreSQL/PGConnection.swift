@@ -1,0 +1,352 @@
+import CLibPQ
+import KakinStorage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One libpq connection with its prepared-statement cache. Every call blocks, so it is used only on
+/// the database's own threads, by one thread at a time; never `Sendable`.
+///
+/// Statements from bodies are prepared once per connection (named `k1`, `k2`, …, least recently used
+/// evicted beyond `statementsCachedMax`) and run with text parameters; results come back as text and
+/// are read by their column type into `SQLValue`s.
+final class PGConnection {
+    private var conn: OpaquePointer?
+    private let statementsCachedMax: Int
+    private let queryRowsMax: Int
+    private var statements: [String: CachedStatement] = [:]
+    private var translations: [String: PostgresSQLText] = [:]
+    private var useTick: UInt64 = 0
+    private var nextStatementNumber = 0
+    /// Set when any statement failed with a serialization failure or a deadlock (SQLSTATE 40001/40P01),
+    /// even if a body caught the error: the transaction must then be re-run as a whole.
+    private(set) var sawSerializationFailure = false
+
+    /// Opens a connection. Blocks for at most the settings' connect timeout.
+    /// - Throws: `SQLError` `.unavailable` with libpq's message (which never contains the password).
+    init(_ settings: PostgresConnectionSettings, statementsCachedMax: Int, queryRowsMax: Int) throws {
+        self.statementsCachedMax = statementsCachedMax
+        self.queryRowsMax = queryRowsMax
+        let pairs = settings.keywordValues
+        let pointer: OpaquePointer? = withCStrings(pairs.map(\.0)) { keywords in
+            withCStrings(pairs.map(\.1)) { values in PQconnectdbParams(keywords, values, 1) }
+        }
+        guard let pointer, PQstatus(pointer) == CONNECTION_OK else {
+            let message = pointer.map { Self.text(PQerrorMessage($0)) } ?? "out of memory"
+            PQfinish(pointer)
+            throw SQLError(kind: .unavailable, message: "cannot connect to PostgreSQL at \(settings.redactedURL): \(message)")
+        }
+        conn = pointer
+        // The server's notices would go to standard error around Kakin's JSON log lines; errors come back
+        // as results, and nothing in a notice needs acting on.
+        PQsetNoticeProcessor(pointer, { _, _ in }, nil)
+        do {
+            try run(settings.sessionSetup)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Ends the session. Idempotent.
+    func close() {
+        guard let conn else { return }
+        PQfinish(conn)
+        self.conn = nil
+        statements = [:]
+    }
+
+    /// The server went away (restart, failover, network): the connection is useless and must be replaced.
+    var isBroken: Bool { conn == nil || PQstatus(conn) != CONNECTION_OK }
+
+    /// A statement failed inside the open transaction and it was not rolled back yet.
+    var transactionFailed: Bool { conn != nil && PQtransactionStatus(conn) == PQTRANS_INERROR }
+
+    var inTransaction: Bool {
+        guard let conn else { return false }
+        let status = PQtransactionStatus(conn)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    func resetSerializationFailure() { sawSerializationFailure = false }
+
+    // MARK: Engine statements
+
+    /// Runs the database's own statements (BEGIN, SAVEPOINT, COMMIT, DDL scripts) with the simple query
+    /// protocol: several statements separated by `;` are allowed, parameters are not.
+    /// - Returns: the last statement's command tag (`COMMIT`, `ROLLBACK`, …).
+    @discardableResult
+    func run(_ sql: String) throws -> String {
+        guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed", sql: sql) }
+        let result = PQexec(conn, sql)
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        return Self.text(PQcmdStatus(result))
+    }
+
+    /// Rolls back whatever transaction is open; used after an error left one behind.
+    func rollbackIfInTransaction() {
+        guard inTransaction else { return }
+        _ = try? run("ROLLBACK")
+    }
+
+    // MARK: Body statements
+
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int {
+        try withResult(sql, parameters) { result in
+            let tag = Self.text(PQcmdStatus(result))
+            guard ["INSERT", "UPDATE", "DELETE", "MERGE"].contains(where: tag.hasPrefix) else { return 0 }
+            return Int(Self.text(PQcmdTuples(result))) ?? 0
+        }
+    }
+
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        try withResult(sql, parameters) { result in
+            let count = Int(PQntuples(result))
+            guard count <= queryRowsMax else {
+                throw SQLError(kind: .resultTooLarge, message: "query returned more than \(queryRowsMax) rows; page with LIMIT", sql: sql)
+            }
+            return Self.rows(result, range: 0..<count)
+        }
+    }
+
+    func queryOne(_ sql: String, _ parameters: [SQLValue]) throws -> SQLRow? {
+        try withResult(sql, parameters) { result in
+            PQntuples(result) == 0 ? nil : Self.rows(result, range: 0..<1)[0]
+        }
+    }
+
+    // MARK: Internals
+
+    private struct CachedStatement {
+        let name: String
+        let placeholderCount: Int
+        var lastUseTick: UInt64
+    }
+
+    private func withResult<R>(_ sql: String, _ parameters: [SQLValue], _ body: (OpaquePointer) throws -> R) throws -> R {
+        guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed", sql: sql) }
+        // Parameter types are fixed when a statement is prepared: one prepared form per combination.
+        var key = ""
+        key.reserveCapacity(parameters.count + sql.utf8.count + 1)
+        for value in parameters { key.append(Self.typeLetter(value)) }
+        key.append("\u{0}")
+        key.append(sql)
+        let name = try preparedStatement(key: key, sql: sql, parameters: parameters)
+        let texts = try parameters.map { try Self.parameterText($0, sql: sql) }
+        let result = withOptionalCStrings(texts) { values in
+            PQexecPrepared(conn, name, Int32(texts.count), values, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        return try body(result!)
+    }
+
+    private func preparedStatement(key: String, sql: String, parameters: [SQLValue]) throws -> String {
+        useTick &+= 1
+        if let cached = statements[key] {
+            statements[key]!.lastUseTick = useTick
+            guard cached.placeholderCount == parameters.count else { throw placeholderMismatch(cached.placeholderCount, parameters.count, sql) }
+            return cached.name
+        }
+        let translated: PostgresSQLText
+        if let known = translations[sql] {
+            translated = known
+        } else {
+            translated = try PostgresSQLText(sql)
+            if translations.count >= statementsCachedMax * 2 { translations.removeAll(keepingCapacity: true) }
+            translations[sql] = translated
+        }
+        guard translated.placeholderCount == parameters.count else { throw placeholderMismatch(translated.placeholderCount, parameters.count, sql) }
+        if statements.count >= statementsCachedMax, let leastRecent = statements.min(by: { $0.value.lastUseTick < $1.value.lastUseTick }) {
+            statements.removeValue(forKey: leastRecent.key)
+            // Outside a failed transaction only: there DEALLOCATE itself would fail (the name is then
+            // simply never reused).
+            if !transactionFailed { _ = try? run("DEALLOCATE \(leastRecent.value.name)") }
+        }
+        nextStatementNumber += 1
+        let name = "k\(nextStatementNumber)"
+        let types = parameters.map(Self.typeOID)
+        let result = types.withUnsafeBufferPointer { PQprepare(conn, name, translated.text, Int32(types.count), $0.baseAddress) }
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        statements[key] = CachedStatement(name: name, placeholderCount: parameters.count, lastUseTick: useTick)
+        return name
+    }
+
+    private func placeholderMismatch(_ placeholders: Int, _ given: Int, _ sql: String) -> SQLError {
+        SQLError(kind: .misuse, message: "statement has \(placeholders) placeholders but \(given) parameters were given", sql: sql)
+    }
+
+    /// Throws the result's error, if any; notes serialization failures for the writer.
+    private func check(_ result: OpaquePointer?, sql: String) throws {
+        let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY { return }
+        let sqlState = result.flatMap { PQresultErrorField($0, kakin_pg_diag_sqlstate) }.map { String(cString: $0) }
+        var message = result.flatMap { PQresultErrorField($0, kakin_pg_diag_message_primary) }.map { String(cString: $0) }
+            ?? conn.map { Self.text(PQerrorMessage($0)) } ?? "no connection"
+        // Data exceptions quote the offending input ("invalid input syntax for type bigint: \"…\""):
+        // errors never carry parameter values, so the quote goes.
+        if sqlState?.hasPrefix("22") == true, let colon = message.firstIndex(of: ":") { message = String(message[..<colon]) }
+        if sqlState == "40001" || sqlState == "40P01" { sawSerializationFailure = true }
+        throw SQLError(kind: isBroken ? .unavailable : Self.kind(sqlState: sqlState), sqlState: sqlState,
+                       message: message.trimmingCharacters(in: .whitespacesAndNewlines), sql: sql)
+    }
+
+    static func kind(sqlState: String?) -> SQLError.Kind {
+        guard let sqlState else { return .database }
+        switch sqlState {
+        case "40001", "40P01": return .conflict
+        case "55P03", "57014": return .busy  // lock_timeout, statement_timeout
+        // The server is shutting down, restarting or starting up: reconnecting may reach it (or the new primary).
+        case "57P01", "57P02", "57P03": return .unavailable
+        default: break
+        }
+        if sqlState.hasPrefix("23") { return .constraintViolation }
+        if sqlState.hasPrefix("08") { return .unavailable }
+        return .database
+    }
+
+    /// The letter of a value's prepared parameter type (see `typeOID`).
+    private static func typeLetter(_ value: SQLValue) -> Character {
+        switch value {
+        case .integer: "i"
+        case .real: "r"
+        case .blob: "b"
+        case .null, .text: "u"
+        }
+    }
+
+    /// Integers are `bigint` and reals `double precision` (so `SELECT ? AS n` reads back a number),
+    /// blobs `bytea`; text and NULL are left for PostgreSQL to infer from where they are used.
+    private static func typeOID(_ value: SQLValue) -> Oid {
+        switch value {
+        case .integer: 20
+        case .real: 701
+        case .blob: 17
+        case .null, .text: 0
+        }
+    }
+
+    private static func parameterText(_ value: SQLValue, sql: String) throws -> String? {
+        switch value {
+        case .null: return nil
+        case .integer(let n): return String(n)
+        case .real(let d):
+            if d.isNaN { return "NaN" }
+            if d.isInfinite { return d > 0 ? "Infinity" : "-Infinity" }
+            return "\(d)"
+        case .text(let s):
+            guard !s.utf8.contains(0) else { throw SQLError(kind: .misuse, message: "PostgreSQL text cannot hold a NUL character", sql: sql) }
+            return s
+        case .blob(let bytes):
+            var hex = "\\x"
+            hex.reserveCapacity(2 + bytes.count * 2)
+            let digits = Array("0123456789abcdef")
+            for byte in bytes {
+                hex.append(digits[Int(byte >> 4)])
+                hex.append(digits[Int(byte & 0x0F)])
+            }
+            return hex
+        }
+    }
+
+    private static func rows(_ result: OpaquePointer, range: Range<Int>) -> [SQLRow] {
+        let fieldCount = PQnfields(result)
+        let columns = SQLColumns(names: (0..<fieldCount).map { String(cString: PQfname(result, $0)) })
+        let types = (0..<fieldCount).map { PQftype(result, $0) }
+        var rows: [SQLRow] = []
+        rows.reserveCapacity(range.count)
+        for row in range {
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(fieldCount))
+            for field in 0..<fieldCount {
+                let r = Int32(row)
+                if PQgetisnull(result, r, field) != 0 {
+                    values.append(.null)
+                    continue
+                }
+                let length = Int(PQgetlength(result, r, field))
+                let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, r, field), count: length)
+                values.append(value(bytes, type: types[Int(field)]))
+            }
+            rows.append(SQLRow(columns: columns, values: values))
+        }
+        return rows
+    }
+
+    /// A text-format value by its column type: integers (and booleans, as 1/0) to `.integer`, floats to
+    /// `.real`, `numeric` to `.integer` when whole (`SUM(bigint)` is numeric) else `.real`, `bytea`
+    /// to `.blob`, everything else to `.text`.
+    private static func value(_ bytes: UnsafeRawBufferPointer, type: Oid) -> SQLValue {
+        let text = { String(decoding: bytes, as: UTF8.self) }
+        switch type {
+        case 20, 21, 23, 26: return Int64(text()).map(SQLValue.integer) ?? .text(text())
+        case 16: return .integer(bytes.first == UInt8(ascii: "t") ? 1 : 0)
+        case 700, 701:
+            let t = text()
+            switch t {
+            case "NaN": return .real(.nan)
+            case "Infinity": return .real(.infinity)
+            case "-Infinity": return .real(-.infinity)
+            default: return Double(t).map(SQLValue.real) ?? .text(t)
+            }
+        case 1700:
+            let t = text()
+            if let n = Int64(t) { return .integer(n) }
+            if let dot = t.firstIndex(of: "."), t[t.index(after: dot)...].allSatisfy({ $0 == "0" }), let n = Int64(t[..<dot]) { return .integer(n) }
+            return Double(t).map(SQLValue.real) ?? .text(t)
+        case 17: return .blob(decodeBytea(bytes))
+        default: return .text(text())
+        }
+    }
+
+    /// `\x48656c6c6f` (PostgreSQL's hex output) to bytes.
+    private static func decodeBytea(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x") else { return Array(bytes) }
+        func nibble(_ c: UInt8) -> UInt8 {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x61...0x66: c - 0x61 + 10
+            case 0x41...0x46: c - 0x41 + 10
+            default: 0
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count - 2) / 2)
+        var i = 2
+        while i + 1 < bytes.count {
+            out.append(nibble(bytes[i]) << 4 | nibble(bytes[i + 1]))
+            i += 2
+        }
+        return out
+    }
+
+    private static func text(_ pointer: UnsafePointer<CChar>?) -> String {
+        pointer.map { String(cString: $0) } ?? ""
+    }
+
+    private static func text(_ pointer: UnsafeMutablePointer<CChar>?) -> String {
+        pointer.map { String(cString: $0) } ?? ""
+    }
+}
+
+/// Calls `body` with a C array of NUL-terminated copies of `strings` (valid only during the call).
+func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    withOptionalCStrings(strings.map { Optional($0) } + [nil], body)
+}
+
+/// The same for optional strings: nil becomes a NULL pointer (a SQL NULL parameter, or the array's end).
+func withOptionalCStrings<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    // An empty list still gets a real array (libpq reads nothing from it).
+    let copies: [UnsafeMutablePointer<CChar>?] = strings.isEmpty ? [nil] : strings.map { $0.map { strdup($0)! } }
+    defer { for copy in copies { free(copy) } }
+    let pointers = copies.map { UnsafePointer($0) }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import KakinStorage
+
+/// One caller's `write`, type-erased. Its body may run several times (each failed attempt's result is
+/// dropped); the caller is resumed exactly once: by the committed attempt's `deliver`, or by `fail`.
+struct PGWriteJob: Sendable {
+    /// Runs the body inside the transaction (or savepoint) the writer opened.
+    let run: @Sendable (PGConnection) -> PGWriteOutcome
+    /// Resumes the caller with an error without delivering any run's result.
+    let fail: @Sendable (any Error) -> Void
+}
+
+/// One run of a body, held until its transaction commits (then `deliver`) or is given up.
+struct PGWriteOutcome {
+    /// The body's own error; `nil` when it returned normally.
+    let bodyError: (any Error)?
+    /// Resumes the caller with this run's result (its value or its own error).
+    let deliver: () -> Void
+}
+
+/// A writer thread: takes batches of queued writes and commits each batch in one SERIALIZABLE transaction,
+/// one savepoint per body, on its own connection. Several writers (threads, and other processes) commit
+/// at once; PostgreSQL's serializable isolation makes their combined effect equal to some serial order,
+/// and when it cannot it fails a transaction, which is then run again here (in halves, then body by
+/// body, with jittered backoff) until it commits or `serializationRetriesMax` is spent.
+final class PostgresWriter {
+    private let session: PGSession
+    private let queue: JobQueue<PGWriteJob>
+    private let options: PostgresDatabase.Options
+    private let statistics: PostgresStatisticsRecorder
+
+    init(session: PGSession, queue: JobQueue<PGWriteJob>, options: PostgresDatabase.Options, statistics: PostgresStatisticsRecorder) {
+        self.session = session
+        self.queue = queue
+        self.options = options
+        self.statistics = statistics
+    }
+
+    func run() {
+        session.warmUp(.writer)
+        while let jobs = queue.take(countMax: options.batchSizeMax, joining: { _, _ in true }) {
+            commit(jobs[...], attempt: 0)
+        }
+        session.discard()
+    }
+
+    /// How one attempt at a transaction ended.
+    private enum Attempt {
+        case committed
+        /// Nothing was committed and running the same bodies again may succeed.
+        case again(serialization: Bool, error: any Error)
+        /// Every job was resumed already (failed, or the outcome is unknown).
+        case settled
+    }
+
+    /// Commits `jobs`, running them again after serialization failures (halving the batch each time, so
+    /// one conflicting body does not keep failing the others) and after a connection that broke before
+    /// `COMMIT` was sent (nothing was committed, so running them again is safe).
+    private func commit(_ jobs: ArraySlice<PGWriteJob>, attempt: Int) {
+        switch runTransaction(jobs) {
+        case .committed, .settled:
+            return
+        case .again(let serialization, let error):
+            guard attempt < options.serializationRetriesMax else {
+                let kind: SQLError.Kind = serialization ? .conflict : .unavailable
+                let given = SQLError(kind: kind, sqlState: (error as? SQLError)?.sqlState,
+                                     message: serialization
+                                        ? "gave up after \(attempt + 1) attempts that conflicted with concurrent writes; nothing was applied"
+                                        : "the database connection kept failing; nothing was applied (\((error as? SQLError)?.message ?? "\(error)"))")
+                fail(jobs, given, outcomeUnknown: false)
+                return
+            }
+            if serialization {
+                statistics.recordRetry()
+                backoff(attempt: attempt)
+            }
+            if serialization, jobs.count > 1 {
+                let middle = jobs.startIndex + jobs.count / 2
+                commit(jobs[..<middle], attempt: attempt + 1)
+                commit(jobs[middle...], attempt: attempt + 1)
+            } else {
+                commit(jobs, attempt: attempt + 1)
+            }
+        }
+    }
+
+    /// Sleeps 0…min(2^attempt, 100) ms on this (dedicated) thread, so conflicting writers drift apart.
+    private func backoff(attempt: Int) {
+        let capMs = min(100, 1 << min(attempt, 7))
+        Thread.sleep(forTimeInterval: Double.random(in: 0...Double(capMs)) / 1000)
+    }
+
+    private func fail(_ jobs: ArraySlice<PGWriteJob>, _ error: any Error, outcomeUnknown: Bool) {
+        statistics.recordFailedWrites(jobs.count, outcomeUnknown: outcomeUnknown)
+        for job in jobs { job.fail(error) }
+    }
+
+    /// One attempt: BEGIN, each body in its own savepoint (a batch of one needs none), COMMIT.
+    private func runTransaction(_ jobs: ArraySlice<PGWriteJob>) -> Attempt {
+        let connection: PGConnection
+        do {
+            connection = try session.live(.writer)
+        } catch {
+            // Unreachable: fail fast (the caller answers 503) rather than holding requests for seconds.
+            fail(jobs, error, outcomeUnknown: false)
+            return .settled
+        }
+        let savepoints = jobs.count > 1
+        connection.resetSerializationFailure()
+        do {
+            try connection.run(savepoints ? "BEGIN ISOLATION LEVEL SERIALIZABLE; SAVEPOINT w" : "BEGIN ISOLATION LEVEL SERIALIZABLE")
+        } catch {
+            return abandon(connection, error: error, jobs: jobs)
+        }
+        var outcomes: [PGWriteOutcome] = []
+        outcomes.reserveCapacity(jobs.count)
+        for (offset, job) in jobs.enumerated() {
+            var outcome = job.run(connection)
+            if connection.isBroken || connection.sawSerializationFailure || Self.isStandbyRefusal(outcome.bodyError) {
+                return abandon(connection, error: outcome.bodyError ?? SQLError(kind: .conflict, message: "serialization failure"), jobs: jobs)
+            }
+            // A body that caught a failed statement's error and returned normally: its transaction (or
+            // savepoint) is aborted, so what it returned was never written. Report that instead.
+            if outcome.bodyError == nil, connection.transactionFailed {
+                let error = SQLError(kind: .misuse, message: "a statement failed inside the body, which did not throw; nothing it wrote was applied")
+                outcome = PGWriteOutcome(bodyError: error) { job.fail(error) }
+            }
+            let isLast = offset == jobs.count - 1
+            do {
+                if outcome.bodyError != nil {
+                    try connection.run(savepoints ? "ROLLBACK TO SAVEPOINT w" + (isLast ? "" : "; RELEASE SAVEPOINT w; SAVEPOINT w") : "ROLLBACK")
+                } else if savepoints, !isLast {
+                    try connection.run("RELEASE SAVEPOINT w; SAVEPOINT w")
+                }
+            } catch {
+                return abandon(connection, error: error, jobs: jobs)
+            }
+            outcomes.append(outcome)
+        }
+        if !savepoints, outcomes[0].bodyError != nil {
+            // A batch of one whose body threw was rolled back; its error was computed on one consistent
+            // snapshot, like a read's answer.
+            statistics.recordFailedWrites(1, outcomeUnknown: false)
+            outcomes[0].deliver()
+            return .settled
+        }
+        let tag: String
+        do {
+            tag = try connection.run("COMMIT")
+        } catch {
+            if connection.isBroken {
+                // COMMIT went out and no answer came back: it may have committed. Never report success,
+                // never run it again here: the caller's retry (same idempotency key) settles it.
+                session.discard()
+                fail(jobs, SQLError(kind: .outcomeUnknown,
+                                    message: "the connection to PostgreSQL broke during COMMIT; the write may or may not have been applied"),
+                     outcomeUnknown: true)
+                return .settled
+            }
+            return abandon(connection, error: error, jobs: jobs)
+        }
+        guard tag == "COMMIT" else {
+            fail(jobs, SQLError(kind: .database, message: "COMMIT answered \(tag); nothing was applied"), outcomeUnknown: false)
+            return .settled
+        }
+        statistics.recordCommit(size: outcomes.count, bodiesSucceeded: outcomes.count { $0.bodyError == nil })
+        for outcome in outcomes { outcome.deliver() }
+        return .committed
+    }
+
+    /// After an error outside any body's own domain: roll back, then decide whether the same bodies may run again.
+    private func abandon(_ connection: PGConnection, error: any Error, jobs: ArraySlice<PGWriteJob>) -> Attempt {
+        if connection.isBroken || Self.isStandbyRefusal(error) {
+            // Before COMMIT: the server rolled the transaction back (or never ran it).
+            session.discard()
+            return .again(serialization: false, error: error)
+        }
+        connection.rollbackIfInTransaction()
+        if connection.sawSerializationFailure || (error as? SQLError)?.kind == .conflict {
+            return .again(serialization: true, error: error)
+        }
+        fail(jobs, error, outcomeUnknown: false)
+        return .settled
+    }
+
+    /// SQLSTATE 25006: this server turned read-only (a demoted primary); another connection may reach the new one.
+    private static func isStandbyRefusal(_ error: (any Error)?) -> Bool {
+        (error as? SQLError)?.sqlState == "25006"
+    }
+}
+
+/// One caller's `read`, type-erased.
+struct PGReadJob: Sendable {
+    let run: @Sendable (PGConnection) -> PGReadOutcome
+    let fail: @Sendable (any Error) -> Void
+}
+
+struct PGReadOutcome {
+    let failed: Bool
+    let deliver: () -> Void
+}
+
+/// A reader thread: one connection, one REPEATABLE READ READ ONLY transaction per read. A read that met
+/// a broken connection runs once more on a new one (reading twice changes nothing).
+final class PostgresReader {
+    private let session: PGSession
+    private let queue: JobQueue<PGReadJob>
+    private let statistics: PostgresStatisticsRecorder
+
+    init(session: PGSession, queue: JobQueue<PGReadJob>, statistics: PostgresStatisticsRecorder) {
+        self.session = session
+        self.queue = queue
+        self.statistics = statistics
+    }
+
+    func run() {
+        session.warmUp(.reader)
+        while let jobs = queue.take(countMax: 1, joining: { _, _ in false }) {
+            for job in jobs { read(job) }
+        }
+        session.discard()
+    }
+
+    private func read(_ job: PGReadJob) {
+        for attempt in 0..<2 {
+            let connection: PGConnection
+            do {
+                connection = try session.live(.reader)
+                try connection.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            } catch {
+                if attempt == 0, (error as? SQLError)?.kind == .unavailable { continue }
+                session.discard()
+                job.fail(error)
+                return
+            }
+            let outcome = job.run(connection)
+            if connection.isBroken, attempt == 0 { continue }
+            do {
+                try connection.run("COMMIT")
+            } catch {
+                connection.rollbackIfInTransaction()
+                if !outcome.failed {
+                    job.fail(error)
+                    return
+                }
+            }
+            statistics.recordRead()
+            outcome.deliver()
+            return
+        }
+    }
+}

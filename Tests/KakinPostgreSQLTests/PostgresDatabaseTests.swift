@@ -1,0 +1,383 @@
+import Foundation
+import KakinStorage
+import KakinTestPostgres
+import Synchronization
+import Testing
+@testable import KakinPostgreSQL
+
+/// Opens a database on a fresh schema, runs `body`, closes it. `count` databases on the same schema stand
+/// for that many Kakin processes.
+func withPostgres<R>(
+    _ options: PostgresDatabase.Options = .init(), count: Int = 1,
+    _ body: ([PostgresDatabase], TestPostgres.Schema) async throws -> R
+) async throws -> R {
+    try await TestPostgres.withSchema { schema in
+        let databases = try (0..<count).map { _ in try PostgresDatabase(url: schema.url, options: options) }
+        do {
+            let result = try await body(databases, schema)
+            for database in databases { await database.close() }
+            return result
+        } catch {
+            for database in databases { await database.close() }
+            throw error
+        }
+    }
+}
+
+func withPostgres<R>(_ options: PostgresDatabase.Options = .init(), _ body: (PostgresDatabase) async throws -> R) async throws -> R {
+    try await withPostgres(options, count: 1) { databases, _ in try await body(databases[0]) }
+}
+
+struct ExpectedFailure: Error, Equatable {
+    let id: Int
+}
+
+@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresWriteAndReadTests {
+    @Test func writeThenReadReturnsTheRow() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v BIGINT NOT NULL)", []) }
+            try await db.write { try $0.execute("INSERT INTO t (k, v) VALUES (?, ?)", "a", 41) }
+            let row = try await db.read { try $0.queryOne("SELECT k, v + 1 AS next FROM t WHERE k = ?", "a") }
+            #expect(row?.string("k") == "a")
+            #expect(row?.int("next") == 42)
+        }
+    }
+
+    @Test func everyValueKindRoundTripsAsOnSQLite() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE v (n BIGINT, r DOUBLE PRECISION, t TEXT, b BYTEA)", []) }
+            let blob: [UInt8] = [0, 1, 0x7F, 0x80, 0xFF]
+            try await db.write { db in
+                try db.execute("INSERT INTO v (n, r, t, b) VALUES (?, ?, ?, ?)", .integer(Int64.min), 0.1, "héllo ✓ '?'", .blob(blob))
+                try db.execute("INSERT INTO v (n, r, t, b) VALUES (?, ?, ?, ?)", .null, .null, "", .blob([]))
+            }
+            let rows = try await db.read { try $0.query("SELECT n, r, t, b FROM v ORDER BY t DESC", []) }
+            #expect(rows[0]["n"] == .integer(Int64.min))
+            #expect(rows[0]["r"] == .real(0.1))
+            #expect(rows[0]["t"] == .text("héllo ✓ '?'"))
+            #expect(rows[0]["b"] == .blob(blob))
+            #expect(rows[1]["n"] == .null && rows[1]["r"] == .null)
+            #expect(rows[1]["t"] == .text("") && rows[1]["b"] == .blob([]))
+            // What SQLite answers as integers: booleans, COUNT, and SUM of integers (numeric in PostgreSQL).
+            let answers = try await db.read {
+                try $0.queryOne("SELECT 1 = 1 AS yes, COUNT(*) AS count, SUM(n + 1) AS sum, ? AS echoed, ? AS text FROM v", 7, "x")
+            }
+            #expect(answers?["yes"] == .integer(1))
+            #expect(answers?["count"] == .integer(2))
+            #expect(answers?["sum"] == .integer(Int64.min + 1))
+            #expect(answers?["echoed"] == .integer(7))
+            #expect(answers?["text"] == .text("x"))
+        }
+    }
+
+    @Test func executeCountsOnlyRowsTheStatementChanged() async throws {
+        try await withPostgres { db in
+            let counts = try await db.write { db in
+                try db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v BIGINT)", [])
+                return [
+                    try db.execute("INSERT INTO t (k, v) VALUES (?, 1) ON CONFLICT DO NOTHING", "a"),
+                    try db.execute("INSERT INTO t (k, v) VALUES (?, 1) ON CONFLICT DO NOTHING", "a"),
+                    try db.execute("INSERT INTO t (k, v) VALUES ('b', 1), ('c', 1)", []),
+                    try db.execute("UPDATE t SET v = v + 1 WHERE k <> ?", "a"),
+                    try db.execute("SELECT * FROM t", []),
+                ]
+            }
+            #expect(counts == [1, 0, 2, 2, 0])
+        }
+    }
+
+    @Test func questionMarksInLiteralsAndCommentsAreNotPlaceholders() async throws {
+        try await withPostgres { db in
+            let row = try await db.read {
+                try $0.queryOne("SELECT '?' AS q, \"?\".x AS quoted, $$?$$ AS dollar, ? AS v /* ? */ FROM (SELECT 1 AS x) AS \"?\" -- ?", 5)
+            }
+            #expect(row?.string("q") == "?" && row?.string("dollar") == "?")
+            #expect(row?.int("quoted") == 1 && row?.int("v") == 5)
+        }
+    }
+}
+
+@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresGroupCommitTests {
+    @Test func concurrentWritesAllCommitAndShareTransactions() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (n BIGINT PRIMARY KEY)", []) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<500 { group.addTask { _ = try await db.write { try $0.execute("INSERT INTO t (n) VALUES (?)", .integer(Int64(n))) } } }
+                try await group.waitForAll()
+            }
+            #expect(try await db.read { try $0.queryOne("SELECT COUNT(*) AS c FROM t", [])?.int("c") } == 500)
+            let statistics = db.statistics
+            #expect(statistics.writesCommitted == 501)
+            #expect(statistics.batchSizeLargest > 1)
+            #expect(statistics.commits < 501)
+        }
+    }
+
+    @Test func throwingBodyRollsBackOnlyItsOwnChangesInItsBatch() async throws {
+        try await withPostgres(.init(writerConnections: 1)) { db in
+            try await db.write { try $0.execute("CREATE TABLE t (n BIGINT PRIMARY KEY)", []) }
+            let results = await withTaskGroup(of: (Int, Bool).self) { group in
+                for n in 0..<200 {
+                    group.addTask {
+                        do {
+                            try await db.write { db in
+                                try db.execute("INSERT INTO t (n) VALUES (?)", .integer(Int64(n)))
+                                if n % 3 == 0 { throw ExpectedFailure(id: n) }
+                            }
+                            return (n, true)
+                        } catch {
+                            return (n, (error as? ExpectedFailure)?.id != n)
+                        }
+                    }
+                }
+                return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            #expect(results.values.allSatisfy { $0 } == false)
+            let stored = try await db.read { try Set($0.query("SELECT n FROM t", []).compactMap { $0.int("n") }) }
+            #expect(stored == Set((0..<200).filter { $0 % 3 != 0 }.map(Int64.init)))
+            #expect(db.statistics.batchSizeLargest > 1)
+        }
+    }
+
+    @Test func uniqueKeyConflictSurfacesAsConstraintViolationAndOtherWritesCommit() async throws {
+        try await withPostgres { db in
+            try await db.write { db in
+                try db.execute("CREATE TABLE t (k TEXT PRIMARY KEY)", [])
+                try db.execute("INSERT INTO t (k) VALUES ('taken')", [])
+            }
+            await #expect {
+                try await db.write { try $0.execute("INSERT INTO t (k) VALUES (?)", "taken") }
+            } throws: { ($0 as? SQLError)?.kind == .constraintViolation && ($0 as? SQLError)?.sqlState == "23505" }
+            try await db.write { try $0.execute("INSERT INTO t (k) VALUES (?)", "free") }
+            #expect(try await db.read { try $0.query("SELECT k FROM t ORDER BY k", []).compactMap { $0.string("k") } } == ["free", "taken"])
+        }
+    }
+}
+
+/// Several `PostgresDatabase`s on one schema are several Kakin processes on one database.
+@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresAcrossProcessesTests {
+    @Test func exactlyOneOf64ClaimsOfAKeyFromThreeProcessesWins() async throws {
+        try await withPostgres(count: 3) { dbs, _ in
+            try await dbs[0].write { try $0.execute("CREATE TABLE claims (k TEXT PRIMARY KEY, by BIGINT NOT NULL)", []) }
+            let won = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for n in 0..<64 {
+                    group.addTask {
+                        try await dbs[n % 3].write { db in
+                            try db.execute("INSERT INTO claims (k, by) VALUES ('key', ?) ON CONFLICT (k) DO NOTHING", .integer(Int64(n))) == 1
+                        }
+                    }
+                }
+                return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+            }
+            #expect(won == 1)
+        }
+    }
+
+    /// Read a balance, then write it: what every Kakin body does. SERIALIZABLE with automatic re-runs keeps
+    /// it right with no lock in the body, while three processes race on the same row.
+    @Test func readThenWriteBodiesRacingAcrossProcessesNeverLoseAnUpdateOrOverdraw() async throws {
+        try await withPostgres(count: 3) { dbs, _ in
+            try await dbs[0].write { db in
+                try db.execute("CREATE TABLE balances (k TEXT PRIMARY KEY, coins BIGINT NOT NULL)", [])
+                try db.execute("INSERT INTO balances (k, coins) VALUES ('counter', 0), ('wallet', 100)", [])
+            }
+            let spent = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for n in 0..<150 {
+                    group.addTask {
+                        try await dbs[n % 3].write { db in
+                            let counter = try db.queryOne("SELECT coins FROM balances WHERE k = 'counter'", [])!.int("coins")!
+                            try db.execute("UPDATE balances SET coins = ? WHERE k = 'counter'", .integer(counter + 1))
+                            let wallet = try db.queryOne("SELECT coins FROM balances WHERE k = 'wallet'", [])!.int("coins")!
+                            guard wallet >= 3 else { return false }
+                            try db.execute("UPDATE balances SET coins = ? WHERE k = 'wallet'", .integer(wallet - 3))
+                            return true
+                        }
+                    }
+                }
+                return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+            }
+            let rows = try await dbs[1].read { try $0.query("SELECT k, coins FROM balances ORDER BY k", []) }
+            #expect(rows.map { $0.int("coins") } == [150, 1])
+            #expect(spent == 33)
+        }
+    }
+
+    @Test func migrationsStartedByThreeProcessesAtOnceRunOnce() async throws {
+        try await withPostgres(count: 3) { dbs, _ in
+            let migrations = [
+                SQLMigration(version: 1, name: "one", sql: "CREATE TABLE one (k BIGINT PRIMARY KEY); INSERT INTO one (k) VALUES (1)"),
+                SQLMigration(version: 2, name: "two", sql: "CREATE TABLE two (k BIGINT PRIMARY KEY)"),
+            ]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for db in dbs { group.addTask { try await db.migrate(migrations) } }
+                try await group.waitForAll()
+            }
+            let applied = try await dbs[0].read { try $0.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { $0.int("version") } }
+            #expect(applied == [1, 2])
+            #expect(try await dbs[0].read { try $0.queryOne("SELECT COUNT(*) AS c FROM one", [])?.int("c") } == 1)
+        }
+    }
+}
+
+@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresMigrationTests {
+    @Test func postgresqlFormIsRunWhenGivenAndPortableSQLOtherwise() async throws {
+        try await withPostgres { db in
+            try await db.migrate([
+                SQLMigration(version: 1, name: "sqlite-only", sql: "CREATE TABLE a (id INTEGER PRIMARY KEY AUTOINCREMENT, b BLOB) WITHOUT ROWID",
+                             postgresql: "CREATE TABLE a (id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, b BYTEA)"),
+                SQLMigration(version: 2, name: "portable", sql: "ALTER TABLE a ADD COLUMN note TEXT; CREATE INDEX a_by_note ON a(note)"),
+            ])
+            let id = try await db.write { try $0.queryOne("INSERT INTO a (b, note) VALUES (?, ?) RETURNING id", .blob([1]), "n")?.int("id") }
+            #expect(id == 1)
+        }
+    }
+
+    @Test func databaseMigratedByANewerBuildRefusesToRun() async throws {
+        try await withPostgres { db in
+            let v1 = SQLMigration(version: 1, name: "one", sql: "CREATE TABLE one (k BIGINT)")
+            try await db.migrate([v1, SQLMigration(version: 2, name: "two", sql: "CREATE TABLE two (k BIGINT)")])
+            try await db.migrate([v1, SQLMigration(version: 2, name: "two", sql: "CREATE TABLE two (k BIGINT)")])
+            await #expect { try await db.migrate([v1]) } throws: { ($0 as? SQLError)?.kind == .migration }
+            await #expect { try await db.migrate([v1, SQLMigration(version: 2, name: "renamed", sql: "")]) } throws: { ($0 as? SQLError)?.kind == .migration }
+        }
+    }
+
+    @Test func failingMigrationIsRolledBackAndReported() async throws {
+        try await withPostgres { db in
+            await #expect {
+                try await db.migrate([SQLMigration(version: 1, name: "bad", sql: "CREATE TABLE ok (k BIGINT); CREATE TABLE broken (")])
+            } throws: { ($0 as? SQLError)?.kind == .migration }
+            let tables = try await db.read { try $0.query("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'ok'", []) }
+            #expect(tables.isEmpty)
+        }
+    }
+}
+
+@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresBodyRulesTests {
+    @Test func bodiesCannotControlTheSharedTransaction() async throws {
+        try await withPostgres { db in
+            for statement in ["COMMIT", "begin", "ROLLBACK", "SAVEPOINT x", "RELEASE SAVEPOINT x", "  /* c */ END", "PREPARE TRANSACTION 'x'"] {
+                await #expect { try await db.write { try $0.execute(statement, []) } } throws: { ($0 as? SQLError)?.kind == .misuse }
+            }
+        }
+    }
+
+    @Test func oneStatementPerCallAndPlaceholdersMustMatch() async throws {
+        try await withPostgres { db in
+            await #expect { try await db.read { try $0.query("SELECT 1; SELECT 2", []) } } throws: { ($0 as? SQLError)?.kind == .misuse }
+            await #expect { try await db.read { try $0.query("SELECT ? AS a", []) } } throws: { ($0 as? SQLError)?.kind == .misuse }
+            let one = try await db.read { try $0.queryOne("SELECT 1 AS a; -- done", [])?.int("a") }
+            #expect(one == 1)
+        }
+    }
+
+    @Test func errorsNeverContainParameterValues() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY)", []) }
+            try await db.write { try $0.execute("INSERT INTO t (k) VALUES (?)", "secret-value") }
+            for attempt in ["INSERT INTO t (k) VALUES (?)", "SELECT CAST(? AS BIGINT) AS n"] {
+                do {
+                    try await db.write { try $0.execute(attempt, "secret-value") }
+                    Issue.record("expected an error")
+                } catch {
+                    #expect(!"\(error)".contains("secret-value"))
+                }
+            }
+        }
+    }
+
+    @Test func aBodyThatSwallowsAFailedStatementIsNotReportedAsWritten() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY)", []) }
+            await #expect {
+                try await db.write { db in
+                    try db.execute("INSERT INTO t (k) VALUES ('a')", [])
+                    _ = try? db.execute("INSERT INTO nowhere (k) VALUES ('b')", [])
+                }
+            } throws: { ($0 as? SQLError)?.kind == .misuse }
+            #expect(try await db.read { try $0.query("SELECT k FROM t", []) }.isEmpty)
+        }
+    }
+
+    @Test func readsAreReadOnlyAndSeeOneSnapshot() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k BIGINT)", []) }
+            await #expect { try await db.read { try $0.execute("INSERT INTO t (k) VALUES (1)", []) } } throws: { $0 is SQLError }
+        }
+    }
+}
+
+@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresConnectionFailureTests {
+    @Test func unreachableServerFailsFastAsUnavailable() async throws {
+        let db = try PostgresDatabase(url: "postgresql://kakin@127.0.0.1:1/kakin", options: .init(connectTimeoutSeconds: 2))
+        await #expect { try await db.write { try $0.execute("SELECT 1", []) } } throws: { ($0 as? SQLError)?.kind == .unavailable }
+        await #expect { try await db.read { try $0.query("SELECT 1", []) } } throws: { ($0 as? SQLError)?.kind == .unavailable }
+        await #expect { try await db.migrate([]) } throws: { ($0 as? SQLError)?.kind == .unavailable }
+        await db.close()
+    }
+
+    @Test func sessionsEndedByTheServerAreReplacedOnTheirNextUse() async throws {
+        try await withPostgres(count: 1) { dbs, schema in
+            let db = dbs[0]
+            try await db.write { try $0.execute("CREATE TABLE t (k BIGINT)", []) }
+            _ = try await db.read { try $0.query("SELECT k FROM t", []) }
+            try await TestPostgres.terminateSessions(of: schema)
+            try await db.write { try $0.execute("INSERT INTO t (k) VALUES (1)", []) }
+            #expect(try await db.read { try $0.queryOne("SELECT COUNT(*) AS c FROM t", [])?.int("c") } == 1)
+            #expect(db.statistics.reconnects >= 1)
+        }
+    }
+
+    @Test func aWriteWhoseConnectionBrokeBeforeCommitRunsAgainAndIsAppliedOnce() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k BIGINT)", []) }
+            let runs = Atomic<Int>(0)
+            try await db.write { db in
+                try db.execute("INSERT INTO t (k) VALUES (1)", [])
+                if runs.add(1, ordering: .relaxed).newValue == 1 {
+                    _ = try? db.query("SELECT pg_terminate_backend(pg_backend_pid())", [])
+                }
+            }
+            #expect(runs.load(ordering: .relaxed) == 2)
+            #expect(try await db.read { try $0.queryOne("SELECT COUNT(*) AS c FROM t", [])?.int("c") } == 1)
+        }
+    }
+
+    /// The server dies while committing: the caller must hear "unknown", never "done".
+    @Test func aCommitWithoutAnAnswerIsReportedAsOutcomeUnknown() async throws {
+        try await withPostgres { db in
+            try await db.write { db in
+                try db.execute("CREATE TABLE t (k BIGINT)", [])
+                try db.execute("""
+                    CREATE FUNCTION die_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END $$
+                    """, [])
+                try db.execute("""
+                    CREATE CONSTRAINT TRIGGER die_at_commit AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED
+                    FOR EACH ROW WHEN (NEW.k = 13) EXECUTE FUNCTION die_at_commit()
+                    """, [])
+            }
+            await #expect { try await db.write { try $0.execute("INSERT INTO t (k) VALUES (13)", []) } } throws: {
+                ($0 as? SQLError)?.kind == .outcomeUnknown
+            }
+            try await db.write { try $0.execute("INSERT INTO t (k) VALUES (1)", []) }
+            #expect(db.statistics.outcomesUnknown == 1)
+        }
+    }
+}
+
+@Suite struct PostgresURLTests {
+    @Test func passwordsAreRedactedWhereverTheURLHoldsThem() {
+        #expect(PostgresDatabase.redacted("postgresql://kakin:s3cret@db.example:5432/kakin?sslmode=require") == "postgresql://kakin:***@db.example:5432/kakin?sslmode=require")
+        #expect(PostgresDatabase.redacted("postgresql://kakin@db/kakin?password=s3cret&sslmode=verify-full") == "postgresql://kakin@db/kakin?password=***&sslmode=verify-full")
+        #expect(PostgresDatabase.redacted("postgresql://kakin@db/kakin") == "postgresql://kakin@db/kakin")
+    }
+
+    @Test func placeholdersBecomeNumberedAndTransactionControlIsRefused() throws {
+        #expect(try PostgresSQLText("SELECT a FROM t WHERE b = ? AND c = '?' AND d = ?").text == "SELECT a FROM t WHERE b = $1 AND c = '?' AND d = $2")
+        #expect(try PostgresSQLText("SELECT 'it''s ?' AS x, ? AS y").placeholderCount == 1)
+        #expect(throws: SQLError.self) { try PostgresSQLText("commit") }
+        #expect(throws: SQLError.self) { try PostgresSQLText("SELECT 1; DELETE FROM t") }
+        #expect(throws: SQLError.self) { try PostgresSQLText("SELECT 'unterminated") }
+    }
+}
