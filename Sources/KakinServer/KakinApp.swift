@@ -29,6 +29,8 @@ public final class KakinApp: Sendable {
     public let metrics = Metrics()
     /// Applies stored notifications in the background.
     public let notificationWorker = BackgroundLoop(pollIntervalMs: 1000)
+    /// This process's share of the background work when several processes run on one database.
+    let claims = NotificationClaims()
     /// Schedules processing retries in real time, whatever clock the business logic runs on.
     let retryClock: any Clock = SystemClock()
     /// Set once the App Store Server API is configured (local mode: when the simulator's port is known).

@@ -1,6 +1,8 @@
 import Foundation
 import KakinCore
 import Synchronization
+import KakinPostgreSQL
+import KakinTestPostgres
 import Testing
 @testable import KakinStorage
 
@@ -19,14 +21,30 @@ final class CountingIDs: IDGenerator {
     func id(prefix: String) -> String { prefix + String(counter.add(1, ordering: .relaxed).newValue) }
 }
 
-func withStore(_ body: (KakinStore) async throws -> Void) async throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-store-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: dir) }
-    let db = try SQLiteDatabase(path: dir.appendingPathComponent("k.db").path)
+/// The engines the store's suite runs on: SQLite always, PostgreSQL when `scripts/test` started a cluster.
+enum Backend: String, CustomTestStringConvertible, Sendable {
+    case sqlite, postgresql
+    static var available: [Backend] { TestPostgres.isAvailable ? [.sqlite, .postgresql] : [.sqlite] }
+    var testDescription: String { rawValue }
+}
+
+/// A migrated store on a fresh database of `backend` (a temporary SQLite file, or a PostgreSQL schema).
+func withStore(_ backend: Backend, _ body: (KakinStore) async throws -> Void) async throws {
+    switch backend {
+    case .sqlite:
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await withStore(on: try SQLiteDatabase(path: dir.appendingPathComponent("k.db").path), body)
+    case .postgresql:
+        try await TestPostgres.withSchema { schema in try await withStore(on: try PostgresDatabase(url: schema.url), body) }
+    }
+}
+
+private func withStore(on db: any SQLDatabase, _ body: (KakinStore) async throws -> Void) async throws {
     let store = KakinStore(database: db, ids: CountingIDs(), clock: TestClock())
-    try await store.migrate()
     do {
+        try await store.migrate()
         try await body(store)
     } catch {
         await db.close()
@@ -61,8 +79,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
 }
 
 @Suite struct Purchases {
-    @Test func firstApplicationCreditsPaidAndBonusCoinsOnce() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func firstApplicationCreditsPaidAndBonusCoinsOnce(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             let first = try await store.applyPurchase(purchase("u1", transaction("1000", quantity: 2)))
             guard case .applied(let applied) = first else { Issue.record("expected applied"); return }
             #expect(applied.grant == ["coins": ["paid": 200, "free": 20]])
@@ -73,8 +91,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func sixtyFourConcurrentApplicationsCreditExactlyOnce() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func sixtyFourConcurrentApplicationsCreditExactlyOnce(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             let outcomes = try await withThrowingTaskGroup(of: PurchaseOutcome.self) { group in
                 for _ in 0..<64 { group.addTask { try await store.applyPurchase(purchase("u1", transaction("2000"))) } }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -84,8 +102,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func revokedTransactionGrantsNothingButIsKeptForTheStatus() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func revokedTransactionGrantsNothingButIsKeptForTheStatus(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             let outcome = try await store.applyPurchase(purchase("u1", transaction("3000", revokedAt: 1_790_000_000_500)))
             #expect(outcome == .revoked(revocationDateMs: 1_790_000_000_500))
             #expect(try await store.wallet("u1") == WalletBalance())
@@ -93,8 +111,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func revokedCopyOfAnAppliedPurchaseTakesTheCoinsBackOnce() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func revokedCopyOfAnAppliedPurchaseTakesTheCoinsBackOnce(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             _ = try await store.applyPurchase(purchase("u1", transaction("4000")))
             let revoked = transaction("4000", signedDate: 1_790_000_001_000, revokedAt: 1_790_000_000_900)
             _ = try await store.applyPurchase(purchase("u1", revoked))
@@ -105,8 +123,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func refundWithNegativeBalancesDisallowedStopsAtZero() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func refundWithNegativeBalancesDisallowedStopsAtZero(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             _ = try await store.applyPurchase(purchase("u1", transaction("5000")))
             _ = try await store.spend(customerId: "u1", idempotencyKey: "k", request: "{}", amount: 80, item: "stamp", recipient: nil,
                                       order: .paidFirst) { _ in (201, []) }
@@ -117,8 +135,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func tokenOfAnotherCustomerIsRefusedUnderKeepFirstOwner() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func tokenOfAnotherCustomerIsRefusedUnderKeepFirstOwner(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             let owner = try await store.ensureCustomer("alice")
             await #expect(throws: KakinError.self) {
                 try await store.applyPurchase(purchase("bob", transaction("6000", token: owner.appAccountToken)))
@@ -127,8 +145,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func originalTransactionMovesUnderTheTransferPolicy() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func originalTransactionMovesUnderTheTransferPolicy(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             let sub = Product(productId: "premium", kind: .autoRenewable, groupId: "g", period: ISOPeriod(months: 1))
             func app(_ c: String, _ id: String, _ p: TransferPolicy) -> PurchaseApplication {
                 var a = purchase(c, transaction(id, product: "premium", original: "7000", type: .autoRenewable), policy: p)
@@ -156,8 +174,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func sameKeyAndBodyReplaysTheStoredAnswer() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func sameKeyAndBodyReplaysTheStoredAnswer(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             _ = try await store.applyPurchase(purchase("u1", transaction("1")))
             let first = try await spend(store, key: "k1", amount: 30)
             let second = try await spend(store, key: "k1", amount: 30)
@@ -167,8 +185,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func sameKeyWithAnotherBodyIsRefused() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func sameKeyWithAnotherBodyIsRefused(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             _ = try await store.applyPurchase(purchase("u1", transaction("1")))
             _ = try await spend(store, key: "k1", amount: 30, request: "{\"amount\":30}")
             await #expect(throws: KakinError.self) { try await spend(store, key: "k1", amount: 31, request: "{\"amount\":31}") }
@@ -176,8 +194,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func insufficientBalanceSpendsNothing() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func insufficientBalanceSpendsNothing(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             _ = try await store.applyPurchase(purchase("u1", transaction("1")))
             let answer = try await spend(store, key: "big", amount: 111)
             #expect(answer.status == 409)
@@ -186,8 +204,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func ledgerPagesNewestFirstWithACursor() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func ledgerPagesNewestFirstWithACursor(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             for i in 0..<5 { _ = try await store.applyPurchase(purchase("u1", transaction("t\(i)"))) }
             let p1 = try await store.ledger(customerId: "u1", limit: 2, cursor: nil)
             let p2 = try await store.ledger(customerId: "u1", limit: 2, cursor: p1.nextCursor)
@@ -201,8 +219,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func recipientSupportSumsSpendsAndRanksSupporters() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func recipientSupportSumsSpendsAndRanksSupporters(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             for (c, amount) in [("a", 50), ("b", 70), ("a", 30)] as [(String, Int64)] {
                 _ = try await store.grant(customerId: c, idempotencyKey: "g-\(c)-\(amount)", request: "{}", amount: 100, reason: "test") { _ in (201, []) }
                 _ = try await store.spend(customerId: c, idempotencyKey: "s-\(amount)", request: "{}", amount: amount, item: "stamp",
@@ -216,8 +234,8 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
-    @Test func ledgerCheckFindsABalanceThatDisagreesWithItsEntries() async throws {
-        try await withStore { store async throws in
+    @Test(arguments: Backend.available) func ledgerCheckFindsABalanceThatDisagreesWithItsEntries(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
             _ = try await store.applyPurchase(purchase("u1", transaction("1")))
             #expect(try await store.checkLedger().ok)
             try await store.database.write { db in try db.execute("UPDATE wallets SET paid = paid + 1", []) }

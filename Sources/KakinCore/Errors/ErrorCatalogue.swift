@@ -17,6 +17,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case unauthorized
     case forbidden
     case invalidCursor
+    case databaseUnavailable
+    case writeOutcomeUnknown
+    case writeConflict
     // 2xxx: signed data verification (the contract's verification codes)
     case invalidFormat
     case unsupportedAlgorithm
@@ -65,6 +68,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "KKN-1011"
         case .forbidden: return "KKN-1012"
         case .invalidCursor: return "KKN-1013"
+        case .databaseUnavailable: return "KKN-1020"
+        case .writeOutcomeUnknown: return "KKN-1021"
+        case .writeConflict: return "KKN-1022"
         case .invalidFormat: return "KKN-2001"
         case .unsupportedAlgorithm: return "KKN-2002"
         case .untrustedCertificate: return "KKN-2003"
@@ -111,6 +117,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "unauthorized"
         case .forbidden: return "forbidden"
         case .invalidCursor: return "invalid_cursor"
+        case .databaseUnavailable, .writeOutcomeUnknown, .writeConflict: return "retryable_failure"
         case .invalidFormat: return "invalid_format"
         case .unsupportedAlgorithm: return "unsupported_algorithm"
         case .untrustedCertificate: return "untrusted_certificate"
@@ -149,7 +156,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .bodyTooLarge: return 413
         case .routeNotFound: return 404
         case .methodNotAllowed: return 405
-        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable:
+        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable,
+            .databaseUnavailable, .writeOutcomeUnknown, .writeConflict:
             return 503
         case .unauthorized: return 401
         case .forbidden, .belongsToAnotherCustomer: return 403
@@ -183,6 +191,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "Missing or invalid credentials."
         case .forbidden: return "These credentials may not do this."
         case .invalidCursor: return "The cursor is not one this server issued."
+        case .databaseUnavailable: return "The database cannot be reached right now (restart or failover); nothing was changed. Retry shortly."
+        case .writeOutcomeUnknown: return "The database connection broke while saving; retry the same request (it is never applied twice)."
+        case .writeConflict: return "Too many concurrent changes to the same data; nothing was changed. Retry shortly."
         case .invalidFormat: return "The signed data is not a well-formed App Store JWS."
         case .unsupportedAlgorithm: return "The signed data uses an algorithm other than ES256."
         case .untrustedCertificate: return "The signing certificates do not chain to a trusted Apple root, lack Apple's markers, or were not valid when the data was signed."

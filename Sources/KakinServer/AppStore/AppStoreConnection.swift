@@ -191,12 +191,14 @@ extension KakinApp {
         return (read, new)
     }
 
-    /// The periodic job's pass: failures are logged and retried at the next pass.
-    func recoverMissedNotificationsLogged() async {
+    /// The periodic job's pass: failures are logged and retried at the next pass. Returns whether it succeeded.
+    func recoverMissedNotificationsLogged() async -> Bool {
         do {
             try await recoverMissedNotifications()
+            return true
         } catch {
             logger.warning("notification history not read; will retry", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
+            return false
         }
     }
 

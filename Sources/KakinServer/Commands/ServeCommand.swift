@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinPostgreSQL
 import KakinStorage
 
 /// A running Kakin: the database, the app, the HTTP server and its background workers, stopped together.
@@ -70,7 +71,7 @@ public final class KakinRuntime: Sendable {
         app.notificationWorker.start { [app] in await app.processDueNotifications() }
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
         if config.appStoreServerAPI != nil {
-            recovery.start { [app] in await app.recoverMissedNotificationsLogged() }
+            recovery.start { [app, intervalMs = options.recoveryIntervalMs] in await app.recoverMissedNotificationsInTurn(everyMs: intervalMs) }
         }
         return KakinRuntime(app: app, server: server, database: database, recovery: recovery)
     }
@@ -78,7 +79,7 @@ public final class KakinRuntime: Sendable {
     /// The app over its migrated database, without HTTP (commands use it directly).
     static func makeApp(_ options: Options) async throws -> (KakinApp, any SQLDatabase) {
         let config = options.configuration
-        let database = try openDatabase(config.database)
+        let database = try openDatabase(config)
         do {
             let store = KakinStore(database: database, ids: options.ids, clock: options.clock)
             try await store.migrate()
@@ -98,12 +99,13 @@ public final class KakinRuntime: Sendable {
         }
     }
 
-    static func openDatabase(_ location: Configuration.Database) throws -> any SQLDatabase {
-        switch location {
+    /// The configured database: a SQLite file, or a PostgreSQL pool (any number of Kakin processes may share it).
+    static func openDatabase(_ config: Configuration) throws -> any SQLDatabase {
+        switch config.database {
         case .sqlite(let path):
             return try SQLiteDatabase(path: path)
-        case .postgresql:
-            throw KakinError(.invalidConfiguration, "PostgreSQL is not supported by this build yet; use sqlite:PATH.")
+        case .postgresql(let url):
+            return try PostgresDatabase(url: url, password: config.databasePassword, options: config.postgres)
         }
     }
 
@@ -158,7 +160,7 @@ final class OnceFlag: @unchecked Sendable {
 
 enum ServeCommand {
     static let usage = """
-        usage: kakin serve [--config kakin.json] [--host H] [--port N] [--database sqlite:PATH]
+        usage: kakin serve [--config kakin.json] [--host H] [--port N] [--database sqlite:PATH|postgresql://…]
           With no --config: local mode — SQLite, the demo catalog, the App Store simulator under /simulator/,
           its CA trusted, loopback only, no credentials.
         """
@@ -210,7 +212,8 @@ enum ServeCommand {
             } else {
                 runtime = try await KakinRuntime.start(KakinRuntime.Options(configuration: config, logger: logger))
             }
-            logger.info("kakin listening", ["http.url": .string("http://\(config.host):\(runtime.port)"), "mode": .string(local ? "local" : "config")])
+            logger.info("kakin listening", ["http.url": .string("http://\(config.host):\(runtime.port)"), "mode": .string(local ? "local" : "config"),
+                                            "database": .string(config.database.description)])
             if let localMode { Console.out(localMode.banner(port: runtime.port)) }
             let sig = await Signals.waitForTermination()
             logger.info("shutting down", ["signal": .int(Int64(sig))])
@@ -229,7 +232,7 @@ enum ServeCommand {
 
 enum LedgerCommand {
     static func run(arguments: [String]) async -> Int32 {
-        let usage = "usage: kakin ledger check [--config kakin.json] [--database sqlite:PATH]   (exit 0 consistent, 1 not)"
+        let usage = "usage: kakin ledger check [--config kakin.json] [--database sqlite:PATH|postgresql://…]   (exit 0 consistent, 1 not)"
         let args: ParsedArguments
         do {
             args = try ParsedArguments(arguments, valued: ["config", "database"])
@@ -246,10 +249,10 @@ enum LedgerCommand {
             return 2
         }
         do {
-            var location = Configuration.Database.sqlite(path: "kakin.db")
-            if let path = args.last("config") { location = try Configuration.load(path: path).database }
-            if let db = args.last("database") { location = try Configuration.Database.parse(db, relativeTo: nil) }
-            let database = try KakinRuntime.openDatabase(location)
+            var config = Configuration()
+            if let path = args.last("config") { config = try Configuration.load(path: path) }
+            if let db = args.last("database") { config.database = try Configuration.Database.parse(db, relativeTo: nil) }
+            let database = try KakinRuntime.openDatabase(config)
             let store = KakinStore(database: database, ids: RandomIDGenerator(), clock: SystemClock())
             try await store.migrate()
             let report = try await store.checkLedger()

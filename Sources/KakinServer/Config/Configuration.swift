@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinPostgreSQL
 import KakinStorage
 
 /// `kakin.json`, validated once at start: exactly the contract's keys (plus the few documented additions),
@@ -63,6 +64,10 @@ public struct Configuration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080
     public var database = Database.sqlite(path: "kakin.db")
+    /// PostgreSQL: the password from the environment variable `databasePasswordEnv` names.
+    public var databasePassword: String?
+    /// PostgreSQL: pool size and timeouts (`postgres`).
+    public var postgres = PostgresDatabase.Options()
     /// DER certificates; nil = the bundled Apple Root CA - G3.
     public var trustedRootsDER: [[UInt8]]?
     public var apps: [App] = []
@@ -75,7 +80,7 @@ public struct Configuration: Sendable {
 
     public init() {}
 
-    static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "auth", "wallet", "accounts"]
+    static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "auth", "wallet", "accounts", "databasePasswordEnv", "postgres"]
 
     /// Reads and validates a config file. `environment` resolves `…Env` keys (secrets never sit in the file).
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -103,6 +108,7 @@ public struct Configuration: Sendable {
             c.port = Int(try listen.int("port", range: 0...65535) ?? Int64(c.port))
         }
         if let db = try o.string("database") { c.database = try Database.parse(db, relativeTo: baseDirectory) }
+        try parsePostgreSQL(o, into: &c, environment: environment)
         if let roots = try o.array("trustedRoots") {
             guard !roots.isEmpty else { throw ConfigurationError("trustedRoots", "must list at least one certificate") }
             c.trustedRootsDER = try roots.enumerated().map { (i, v) throws(ConfigurationError) in

@@ -28,6 +28,7 @@ extension HTTPResponse {
         }
         var headers: [(String, String)] = []
         if error.kind == .methodNotAllowed, let allow = error.detail { headers.append(("Allow", allow)) }
+        if [.databaseUnavailable, .writeOutcomeUnknown, .writeConflict].contains(error.kind) { headers.append(("Retry-After", "1")) }
         return .json(body, status: error.httpStatus, headers: headers)
     }
 }

@@ -86,13 +86,18 @@ extension KakinApp {
         metrics.increment(.notificationsApplied)
     }
 
-    /// Processes every notification due now; failures are rescheduled with backoff, never dropped.
-    /// Returns how many were attempted.
+    /// Claims the notifications due now (other processes on the same database take others) and processes
+    /// them; failures are rescheduled with backoff, never dropped. Returns how many were attempted.
     @discardableResult
-    public func processDueNotifications(limit: Int = 100) async -> Int {
+    public func processDueNotifications() async -> Int {
+        await claims.pass { await processClaimedNotifications() }
+    }
+
+    private func processClaimedNotifications() async -> Int {
         let due: [InboxNotification]
         do {
-            due = try await store.dueNotifications(nowMs: retryClock.nowMs(), limit: limit)
+            let now = retryClock.nowMs()
+            due = try await store.claimDueNotifications(owner: claims.owner, nowMs: now, leaseUntilMs: now + claims.leaseMs, limit: claims.batchMax)
         } catch {
             logger.error("notification inbox unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
             return 0
@@ -118,8 +123,11 @@ extension KakinApp {
         min(600_000, 1000 << Int64(min(max(attempts - 1, 0), 20)))
     }
 
-    /// Processes until nothing is due (tests and commands use it to wait for the inbox to settle).
+    /// Processes until nothing is due and this process's worker is done with what it claimed (tests and
+    /// commands use it to wait for the inbox to settle).
     public func drainNotifications() async {
-        while await processDueNotifications() > 0 {}
+        while await processDueNotifications() > 0 || claims.inProgress > 0 {
+            if claims.inProgress > 0 { try? await Task.sleep(for: .milliseconds(2)) }
+        }
     }
 }

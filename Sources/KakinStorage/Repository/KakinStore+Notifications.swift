@@ -32,19 +32,6 @@ extension KakinStore {
         }
     }
 
-    /// Pending notifications due at `nowMs`, oldest signed first.
-    public func dueNotifications(nowMs: Int64, limit: Int) async throws(KakinError) -> [InboxNotification] {
-        try await read { db in
-            try db.query("""
-                SELECT notification_uuid, jws, attempts FROM notifications
-                WHERE state = 'pending' AND next_attempt_ms <= ? ORDER BY signed_date_ms, notification_uuid LIMIT ?
-                """, [.integer(nowMs), .integer(Int64(limit))]).map {
-                InboxNotification(notificationUUID: $0.string("notification_uuid") ?? "", jws: $0.string("jws") ?? "",
-                                  attempts: Int($0.int("attempts") ?? 0))
-            }
-        }
-    }
-
     public func pendingNotificationCount() async throws(KakinError) -> Int {
         try await read { db in Int(try db.queryOne("SELECT COUNT(*) AS n FROM notifications WHERE state = 'pending'", [])?.int("n") ?? 0) }
     }

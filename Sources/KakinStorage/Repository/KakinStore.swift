@@ -1,8 +1,10 @@
 import KakinCore
 
-/// Kakin's data, over any `SQLDatabase` (SQLite now; PostgreSQL later runs the same statements).
+/// Kakin's data, over any `SQLDatabase` (SQLite, or PostgreSQL running the same statements).
 /// Every state change happens inside one `write` body, so its idempotency key, its ledger entry and the
-/// balance it moves commit together or not at all.
+/// balance it moves commit together or not at all. A body may run more than once (PostgreSQL re-runs a
+/// transaction after a serialization failure) and beside other processes' bodies: it does nothing but
+/// SQL, draws ids before the write, and decides from what it reads in the same transaction.
 public final class KakinStore: Sendable {
     public let database: any SQLDatabase
     let ids: any IDGenerator
@@ -20,13 +22,22 @@ public final class KakinStore: Sendable {
         try await storage { try await self.database.migrate(Schema.migrations) }
     }
 
-    /// Runs a database call, turning storage failures into the catalogue's `storage_unavailable`
-    /// while passing domain errors (`KakinError`) through unchanged.
+    /// Runs a database call, turning storage failures into the catalogue's errors (503: an unreachable
+    /// database, a commit without an answer and conflicts past the retries are `retryable_failure`; others
+    /// `storage_unavailable`) while passing domain errors (`KakinError`) through unchanged.
     func storage<T>(_ body: () async throws -> T) async throws(KakinError) -> T {
         do {
             return try await body()
         } catch let error as KakinError {
             throw error
+        } catch let error as SQLError {
+            let kind: ErrorKind = switch error.kind {
+            case .unavailable: .databaseUnavailable
+            case .outcomeUnknown: .writeOutcomeUnknown
+            case .conflict: .writeConflict
+            default: .storageUnavailable
+            }
+            throw KakinError(kind, detail: String(describing: error))
         } catch {
             throw KakinError(.storageUnavailable, detail: String(describing: error))
         }

@@ -1,0 +1,55 @@
+import Foundation
+import KakinCore
+import Synchronization
+
+/// How this process shares the background work with other Kakin processes on the same database: it
+/// claims stored notifications in small batches under its own name, for `leaseMs` (a process that dies
+/// holding a claim delays those notifications by at most that much), and takes turns on periodic jobs
+/// through named leases. Counts its passes in progress (claiming, then applying), so `drainNotifications`
+/// can wait for the worker's batch instead of finding nothing left to claim.
+final class NotificationClaims: Sendable {
+    /// This process's name in claims and leases: host, process id and a random suffix.
+    let owner: String
+    let leaseMs: Int64 = 60_000
+    let batchMax = 50
+    private let passes = Mutex(0)
+
+    init() {
+        var rng = SystemRandomNumberGenerator()
+        let suffix = String(UInt32.random(in: 0...UInt32.max, using: &rng), radix: 36)
+        owner = "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(suffix)"
+    }
+
+    /// Runs one pass of the worker (or of a drain), counted while it runs.
+    func pass<T>(_ body: () async -> T) async -> T {
+        passes.withLock { $0 += 1 }
+        defer { passes.withLock { $0 -= 1 } }
+        return await body()
+    }
+
+    /// Passes claiming or applying notifications right now.
+    var inProgress: Int { passes.withLock { $0 } }
+}
+
+extension KakinApp {
+    /// Name of the lease that makes one process at a time read Notification History.
+    static let recoveryLease = "notificationHistoryRecovery"
+    /// How long a recovery run may hold the lease before another process may start one.
+    static let recoveryRunLeaseMs: Int64 = 10 * 60 * 1000
+
+    /// The periodic Notification History recovery, in turn with the other processes: runs when no process
+    /// ran it in the last 90 % of `intervalMs` (so the fleet reads the history about once per interval,
+    /// whatever the number of processes); after a failure the turn is handed back at once.
+    func recoverMissedNotificationsInTurn(everyMs intervalMs: Int64) async {
+        let now = retryClock.nowMs()
+        do {
+            guard try await store.takeLease(Self.recoveryLease, owner: claims.owner, nowMs: now, untilMs: now + Self.recoveryRunLeaseMs) else { return }
+        } catch {
+            logger.warning("notification history recovery lease not taken; will retry", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
+            return
+        }
+        let succeeded = await recoverMissedNotificationsLogged()
+        let end = succeeded ? retryClock.nowMs() + intervalMs * 9 / 10 : retryClock.nowMs()
+        try? await store.setLeaseEnd(Self.recoveryLease, owner: claims.owner, untilMs: end)
+    }
+}

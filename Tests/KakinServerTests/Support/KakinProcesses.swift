@@ -1,0 +1,175 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KakinCore
+import KakinTestPostgres
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Several `kakin serve` processes (the binary this test run built) on one PostgreSQL schema, as a team
+/// runs them behind a load balancer: a config file each with an ephemeral loopback port, the tests' CA
+/// as the only trusted root, one Sandbox app selling coins, no auth (loopback).
+final class KakinProcesses: @unchecked Sendable {
+    // @unchecked: `servers` changes only in `start`/`restart`, called by the one test that owns this value.
+    struct Server {
+        var process: Process
+        var port: Int
+        var log: URL
+    }
+
+    let directory: URL
+    let config: URL
+    let appStore: TestAppStore
+    let schema: TestPostgres.Schema
+    private(set) var servers: [Server] = []
+
+    static let startTimeoutSeconds = 60.0
+
+    /// The built `kakin` beside the test bundle (`swift build --build-tests` builds every product).
+    static var binary: URL {
+        get throws {
+            let candidates = [
+                URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("kakin"),
+                Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("kakin"),
+                URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                    .deletingLastPathComponent().appendingPathComponent(".build/debug/kakin"),
+            ]
+            guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+                throw ProcessFailure(description: "no kakin binary next to the tests (run `swift build --build-tests`)")
+            }
+            return found
+        }
+    }
+
+    private init(directory: URL, config: URL, appStore: TestAppStore, schema: TestPostgres.Schema) {
+        self.directory = directory
+        self.config = config
+        self.appStore = appStore
+        self.schema = schema
+    }
+
+    /// Starts `count` processes at the same moment (so their migrations race too) and waits until each answers.
+    static func start(_ count: Int, on schema: TestPostgres.Schema) async throws -> KakinProcesses {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-procs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let appStore = try TestAppStore(nowMs: Int64(Date().timeIntervalSince1970 * 1000))
+        try Data(appStore.rootDER).write(to: directory.appendingPathComponent("ca.der"))
+        let configJSON: JSONValue = [
+            "listen": ["host": "127.0.0.1", "port": 0],
+            "database": .string(schema.url),
+            "trustedRoots": ["ca.der"],
+            "apps": [["bundleId": .string(TestAppStore.bundleId), "environments": ["Sandbox"], "products": [
+                ["productId": "coins.100", "type": "consumable", "coins": 100, "price": 120, "currency": "JPY"],
+            ]]],
+        ]
+        let config = directory.appendingPathComponent("kakin.json")
+        try Data(configJSON.serialized(pretty: true)).write(to: config)
+        let processes = KakinProcesses(directory: directory, config: config, appStore: appStore, schema: schema)
+        let launched = try (0..<count).map { try processes.launch(index: $0) }
+        for server in launched { processes.servers.append(try await processes.waitUntilListening(server)) }
+        return processes
+    }
+
+    private func launch(index: Int) throws -> Server {
+        let process = Process()
+        process.executableURL = try Self.binary
+        process.arguments = ["serve", "--config", config.path]
+        let log = directory.appendingPathComponent("serve-\(index)-\(UUID().uuidString.prefix(4)).log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return Server(process: process, port: 0, log: log)
+    }
+
+    private func waitUntilListening(_ server: Server) async throws -> Server {
+        let deadline = Date().addingTimeInterval(Self.startTimeoutSeconds)
+        while Date() < deadline {
+            let text = (try? String(contentsOf: server.log, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") where line.contains("kakin listening") {
+                if let url = (try? JSONParser.parse(String(line)))?["http.url"]?.stringValue, let colon = url.lastIndex(of: ":"),
+                   let port = Int(url[url.index(after: colon)...]) {
+                    var ready = server
+                    ready.port = port
+                    return ready
+                }
+            }
+            guard server.process.isRunning else {
+                throw ProcessFailure(description: "kakin serve exited (\(server.process.terminationStatus)): \(text.suffix(800))")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Glibc.kill(server.process.processIdentifier, SIGKILL)
+        throw ProcessFailure(description: "kakin serve did not start within \(Int(Self.startTimeoutSeconds)) s")
+    }
+
+    /// SIGKILL: no shutdown code runs; whatever the process had in flight is cut off.
+    func kill(_ index: Int) {
+        let process = servers[index].process
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM to every process still running, then removes the files.
+    func stop() {
+        for server in servers where server.process.isRunning {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// One request to process `index`.
+    func request(_ index: Int, _ method: String, _ path: String, json: JSONValue? = nil, headers: [String: String] = [:]) async throws -> TestKakin.Response {
+        var req = URLRequest(url: URL(string: "http://127.0.0.1:\(servers[index].port)" + path)!)
+        req.httpMethod = method
+        if let json {
+            req.httpBody = Data(json.serialized())
+            req.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        for (k, v) in headers { req.setValue(v, forHTTPHeaderField: k) }
+        let (data, response) = try await TestKakin.session.data(for: req)
+        let http = response as! HTTPURLResponse
+        var hs: [String: String] = [:]
+        for (k, v) in http.allHeaderFields { hs[String(describing: k).lowercased()] = String(describing: v) }
+        return TestKakin.Response(status: http.statusCode, headers: hs, body: [UInt8](data))
+    }
+
+    /// `kakin ledger check --config …` on the shared database: its exit status and report.
+    func ledgerCheck() throws -> (status: Int32, report: JSONValue) {
+        let process = Process()
+        process.executableURL = try Self.binary
+        process.arguments = ["ledger", "check", "--config", config.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? JSONParser.parse([UInt8](output))) ?? .null)
+    }
+
+    /// Runs `body` with `count` processes on a fresh schema, and always stops them.
+    static func with(_ count: Int, _ body: (KakinProcesses) async throws -> Void) async throws {
+        try await TestPostgres.withSchema { schema in
+            let processes = try await start(count, on: schema)
+            do {
+                try await body(processes)
+            } catch {
+                processes.stop()
+                throw error
+            }
+            processes.stop()
+        }
+    }
+}
+
+struct ProcessFailure: Error, CustomStringConvertible {
+    var description: String
+}
