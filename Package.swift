@@ -35,7 +35,7 @@ let package = Package(
         // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
         .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
-        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
+        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),

@@ -4,11 +4,12 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|grants|reads|notifications|all|crash-test] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|grants|reads|notifications|all|postgres|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
         usage: kakin-bench [verify|grants|reads|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
-               kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--kakin PATH]
+               kakin-bench postgres --postgres URL [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+               kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--postgres URL [--processes P]] [--kakin PATH]
 
         Figures (default: all) measured against the release `kakin` binary, each beside a baseline
         measured in the same run. crash-test SIGKILLs `kakin serve` under load and checks that every
@@ -20,13 +21,17 @@ struct BenchOptions {
           --repetitions R   measurements per figure, interleaved with the baseline's (default 3)
           --rounds R        crash-test kill/restart rounds (default 5)
           --clients N       crash-test concurrent clients (default 8)
+          --postgres URL    a PostgreSQL server to use (each run gets schemas of its own in it);
+                            `postgres` measures it beside SQLite, `crash-test` runs on it instead of SQLite
+          --processes P     crash-test on PostgreSQL: kakin serve processes on the one database, one of
+                            them SIGKILLed each round (default 2)
           --kakin PATH      the kakin binary (default .build/release/kakin in this package)
           --keep            keep the run's temporary directory (configs, databases, logs, JWS);
                             it is always kept when a check fails
         """
 
     enum Command: String {
-        case verify, grants, reads, notifications, all
+        case verify, grants, reads, notifications, all, postgres
         case crashTest = "crash-test"
     }
 
@@ -36,6 +41,8 @@ struct BenchOptions {
     var repetitions = 3
     var rounds = 5
     var clients = 8
+    var postgresURL: String?
+    var processes = 2
     var kakin: URL?
     var keepWorkspace = false
 
@@ -66,8 +73,15 @@ struct BenchOptions {
             case "--rounds": options.rounds = try number(1...100)
             case "--clients": options.clients = try number(1...64)
             case "--kakin": options.kakin = URL(fileURLWithPath: value)
+            case "--postgres":
+                guard value.hasPrefix("postgresql://") || value.hasPrefix("postgres://") else { throw UsageError(description: "--postgres needs a postgresql:// URL") }
+                options.postgresURL = value
+            case "--processes": options.processes = try number(1...8)
             default: throw UsageError(description: "unknown option \(flag)")
             }
+        }
+        if options.command == .postgres, options.postgresURL == nil {
+            throw UsageError(description: "postgres needs --postgres URL (scripts/bench postgres starts a server and passes it)")
         }
         return options
     }

@@ -1,9 +1,10 @@
 import Foundation
 import KakinCore
+import KakinPostgreSQL
 
 /// A run's temporary directory: the test CA's root, one config and SQLite file per server, logs.
 /// Removed after a clean run, kept (and named) after a failure for a look at the logs.
-final class BenchWorkspace {
+final class BenchWorkspace: Sendable {
     let directory: URL
     let packageRoot: URL
     let kakin: URL
@@ -28,20 +29,50 @@ final class BenchWorkspace {
     /// Writes `NAME.json`: loopback, an ephemeral port, `sqlite:NAME.db` here, the CA's root as the only
     /// trusted root, one Sandbox app selling the coin packs, no auth (loopback only).
     func writeConfig(_ name: String) throws -> (config: URL, database: URL) {
+        (try writeConfig(name, database: "sqlite:\(name).db"), file("\(name).db"))
+    }
+
+    /// The same config with any `database` (a PostgreSQL URL from `postgresSchema`).
+    func writeConfig(_ name: String, database: String) throws -> URL {
         let config: JSONValue = [
             "listen": ["host": "127.0.0.1", "port": 0],
-            "database": .string("sqlite:\(name).db"),
+            "database": .string(database),
             "trustedRoots": [.string(rootCertificate.lastPathComponent)],
             "apps": [["bundleId": .string(BenchAppStore.bundleId), "environments": ["Sandbox"], "products": BenchAppStore.productsJSON]],
         ]
         let url = file("\(name).json")
         try Data(config.serialized(pretty: true)).write(to: url)
-        return (url, file("\(name).db"))
+        return url
+    }
+
+    /// An empty schema `kakin_bench_NAME` on the PostgreSQL server at `cluster` (dropped first if a run
+    /// left it); the URL whose connections use it.
+    func postgresSchema(_ name: String, cluster: String) throws -> String {
+        let schema = "kakin_bench_\(name.replacingOccurrences(of: "-", with: "_"))"
+        try blocking {
+            let database = try PostgresDatabase(url: cluster, options: .init(writerConnections: 1, readerConnections: 1))
+            do {
+                try await database.write { db in
+                    try db.execute("DROP SCHEMA IF EXISTS \(schema) CASCADE", [])
+                    try db.execute("CREATE SCHEMA \(schema)", [])
+                }
+            } catch {
+                await database.close()
+                throw error
+            }
+            await database.close()
+        }
+        return cluster + (cluster.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
     }
 
     /// `kakin ledger check` on a database no server is using; its report (`ok`, `customers`, `entries`).
     func ledgerCheck(database: URL) throws -> JSONValue {
-        let finished = try Subprocess.run([kakin.path, "ledger", "check", "--database", "sqlite:\(database.path)"],
+        try ledgerCheck(databaseArgument: "sqlite:\(database.path)")
+    }
+
+    /// The same for a `--database` argument (`sqlite:PATH` or a PostgreSQL URL).
+    func ledgerCheck(databaseArgument: String) throws -> JSONValue {
+        let finished = try Subprocess.run([kakin.path, "ledger", "check", "--database", databaseArgument],
                                           errorLog: file("ledger-check.stderr"), allowedExitStatuses: [0, 1])
         return try JSONParser.parse(finished.output)
     }

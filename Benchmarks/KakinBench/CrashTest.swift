@@ -12,6 +12,8 @@ import Synchronization
 ///   (409 / replayed) or had not (applied now), never twice;
 /// - no ledger entry exists that no client attempted, each wallet equals the sum of its entries, and the
 ///   ledger check passes (`GET /v1/admin/ledger/check` each round, `kakin ledger check` at the end).
+/// With `--postgres URL`, `--processes` servers (default 2) share one PostgreSQL schema, the clients spread
+/// over them; each round one of them (in turn) is SIGKILLed while the others keep serving, then restarted.
 struct CrashTest {
     static let customersPerClient = 4
     static let violationsShownMax = 30
@@ -22,12 +24,26 @@ struct CrashTest {
     let options: BenchOptions
 
     func run() throws -> Bool {
-        let (config, database) = try workspace.writeConfig("crash")
-        let log = { (n: Int) in workspace.file("crash-serve-\(n).log") }
-        var server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: log(0))
+        let config: URL, database: String
+        if let cluster = options.postgresURL {
+            database = try workspace.postgresSchema("crash", cluster: cluster)
+            config = try workspace.writeConfig("crash", database: database)
+        } else {
+            let sqlite = try workspace.writeConfig("crash")
+            (config, database) = (sqlite.config, "sqlite:\(sqlite.database.path)")
+        }
+        let serverCount = options.postgresURL == nil ? 1 : options.processes
+        let log = { (n: Int, index: Int) in workspace.file("crash-serve-\(n)-\(index).log") }
+        var servers = try (0..<serverCount).map { try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: log(0, $0)) }
         print("kakin-bench crash-test — \(ISO8601DateFormatter().string(from: Date()))")
-        print(String(format: "%d clients buy and spend for %.1f–%d s, then kakin serve is SIGKILLed and restarted on the same database; %d rounds.",
-                     options.clients, Double(options.loadSeconds) / 2, options.loadSeconds, options.rounds))
+        if serverCount == 1 {
+            print(String(format: "%d clients buy and spend for %.1f–%d s, then kakin serve is SIGKILLed and restarted on the same database; %d rounds.",
+                         options.clients, Double(options.loadSeconds) / 2, options.loadSeconds, options.rounds))
+        } else {
+            print(String(format: "%d clients buy and spend through %d kakin serve processes on one PostgreSQL database for %.1f–%d s, then one "
+                         + "process (in turn) is SIGKILLed while the others keep serving, and restarted; %d rounds.",
+                         options.clients, serverCount, Double(options.loadSeconds) / 2, options.loadSeconds, options.rounds))
+        }
         var expected = ExpectedLedger()
         var totals = RoundSummary()
         var violations: [String] = []
@@ -35,12 +51,17 @@ struct CrashTest {
         do {
             for round in 1...options.rounds {
                 let loadSeconds = Double.random(in: (Double(options.loadSeconds) / 2)...Double(options.loadSeconds))
-                guard let operations = load(round: round, port: server.port, transactionIds: transactionIds, thenKill: server, after: loadSeconds) else {
-                    violations.append("round \(round): kakin serve exited by itself before the kill (status \(server.process.terminationStatus)): "
-                                      + Subprocess.tail(of: server.log))
+                let victim = (round - 1) % serverCount
+                guard let operations = load(round: round, ports: servers.map(\.port), transactionIds: transactionIds, servers: servers,
+                                            victim: victim, after: loadSeconds) else {
+                    let exited = servers.first { !$0.process.isRunning }!
+                    violations.append("round \(round): kakin serve exited by itself before the kill (status \(exited.process.terminationStatus)): "
+                                      + Subprocess.tail(of: exited.log))
                     break
                 }
-                server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: log(round))
+                servers[victim] = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: log(round, victim))
+                // Settled and checked through another process than the restarted one, when there is one.
+                let server = servers[(victim + 1) % serverCount]
                 var summary = RoundSummary()
                 for settled in settle(operations, port: server.port) {
                     summary.add(settled)
@@ -53,17 +74,17 @@ struct CrashTest {
                 if !(checkAnswer.status == 200 && checkAnswer.json["ok"] == true) {
                     violations.append("round \(round): GET /v1/admin/ledger/check answered \(checkAnswer.status) \(String(decoding: checkAnswer.body, as: UTF8.self))")
                 }
-                print(String(format: "round %d: killed after %.1f s; ", round, loadSeconds) + summary.description
+                print(String(format: "round %d: %@killed after %.1f s; ", round, serverCount > 1 ? "process \(victim) " : "", loadSeconds) + summary.description
                       + "; after restart: \(ledger.customers) ledgers, \(BenchResult.grouped(ledger.entries)) entries checked, "
                       + "ledger check \(checkAnswer.status == 200 ? "ok" : "FAILED"), violations so far: \(violations.count)")
                 totals.merge(summary)
             }
-            if server.process.isRunning { try server.stop() }
+            for server in servers where server.process.isRunning { try server.stop() }
         } catch {
-            server.kill()
+            for server in servers { server.kill() }
             throw error
         }
-        let report = try workspace.ledgerCheck(database: database)
+        let report = try workspace.ledgerCheck(databaseArgument: database)
         if report["ok"] != true { violations.append("kakin ledger check failed: \(report.jsonString)") }
 
         print("\nSummary: \(totals.description)")
@@ -80,19 +101,22 @@ struct CrashTest {
 
     // MARK: Load, then SIGKILL
 
-    /// Runs the clients against `server` and SIGKILLs it after `seconds`; every operation the clients attempted,
-    /// or nil when the server had exited by itself before the kill.
-    func load(round: Int, port: Int, transactionIds: TransactionIDs, thenKill server: KakinServerProcess, after seconds: Double) -> [CrashOperation]? {
+    /// Runs the clients (client N against `ports[N % count]`) and SIGKILLs `servers[victim]` after `seconds`,
+    /// then stops the clients; every operation they attempted, or nil when a server had exited by itself.
+    func load(round: Int, ports: [Int], transactionIds: TransactionIDs, servers: [KakinServerProcess], victim: Int,
+              after seconds: Double) -> [CrashOperation]? {
         let stop = StopFlag()
         let collected = Collected<CrashOperation>()
         let appStore = workspace.appStore
         let clients = startThreads(options.clients) { client in
-            collected.append(contentsOf: CrashClient(client: client, round: round, port: port, appStore: appStore,
+            collected.append(contentsOf: CrashClient(client: client, round: round, port: ports[client % ports.count], appStore: appStore,
                                                      transactionIds: transactionIds).run(until: stop))
         }
         Thread.sleep(forTimeInterval: seconds)
-        let exitedByItself = !server.process.isRunning
-        server.kill()
+        let exitedByItself = servers.contains { !$0.process.isRunning }
+        servers[victim].kill()
+        // The other processes' clients go on a little while the victim's see their requests cut off.
+        if servers.count > 1 { Thread.sleep(forTimeInterval: 0.5) }
         stop.set()
         clients.wait()
         return exitedByItself ? nil : collected.all

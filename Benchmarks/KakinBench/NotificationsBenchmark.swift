@@ -89,9 +89,11 @@ enum NotificationsBenchmark {
         }
     }
 
-    /// `count` notifications as request bodies, spread over files PREFIX-0.jsonl … (one per wrk thread).
-    static func writePool(_ workspace: BenchWorkspace, count: Int, files: Int) throws -> URL {
-        let prefix = workspace.file("notifications")
+    /// `count` notifications as request bodies, spread over files PREFIX-0.jsonl … (one per wrk thread),
+    /// PREFIX being `name` in the workspace; transaction ids count up from `firstId`.
+    static func writePool(_ workspace: BenchWorkspace, count: Int, files: Int, name: String = "notifications",
+                          firstId: Int = 3_000_000_000_000_000) throws -> URL {
+        let prefix = workspace.file(name)
         let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
         let appStore = workspace.appStore
         let failures = Collected<String>()
@@ -100,7 +102,7 @@ enum NotificationsBenchmark {
                 var text = ""
                 for n in stride(from: file, to: count, by: files) {
                     let transaction = try appStore.consumableTransaction(
-                        id: String(3_000_000_000_000_000 + n), pack: BenchAppStore.coinPacks[n % BenchAppStore.coinPacks.count], quantity: 1,
+                        id: String(firstId + n), pack: BenchAppStore.coinPacks[n % BenchAppStore.coinPacks.count], quantity: 1,
                         appAccountToken: UUID().uuidString.lowercased(), nowMs: nowMs - Int64(n))
                     let body: JSONValue = ["signedPayload": .string(try appStore.oneTimeChargeNotification(transaction: transaction, nowMs: nowMs))]
                     text += body.jsonString + "\n"

@@ -31,13 +31,34 @@ enum Wrk {
     ///   - script: a Lua script in `Benchmarks/wrk/`, or nil for plain GETs of `url`.
     ///   - scriptArguments: what the script's init(args) receives.
     static func run(url: String, seconds: Int, connections: Int, script: URL?, scriptArguments: [String] = [],
-                    workspace: BenchWorkspace) throws -> Run {
-        var arguments = ["wrk", "-t", "\(threadCount(connections: connections))", "-c", "\(connections)", "-d", "\(seconds)s", "--timeout", "10s", "--latency"]
+                    workspace: BenchWorkspace, threads: Int? = nil, errorLog: String = "wrk.stderr") throws -> Run {
+        let threads = threads ?? threadCount(connections: connections)
+        var arguments = ["wrk", "-t", "\(threads)", "-c", "\(connections)", "-d", "\(seconds)s", "--timeout", "10s", "--latency"]
         if let script { arguments += ["-s", script.path] }
         arguments.append(url)
         if !scriptArguments.isEmpty { arguments += ["--"] + scriptArguments }
-        let output = try Subprocess.run(arguments, errorLog: workspace.file("wrk.stderr")).output
+        let output = try Subprocess.run(arguments, errorLog: workspace.file(errorLog)).output
         return try parse(output)
+    }
+
+    /// One wrk per URL (one per Kakin process) at the same time, the connections and the cores' threads
+    /// split between them, as a load balancer would spread the clients.
+    /// - Parameter scriptArguments: each instance's script arguments, by its index.
+    static func runTogether(urls: [String], seconds: Int, connections: Int, script: URL?, scriptArguments: (Int) -> [String],
+                            workspace: BenchWorkspace) throws -> [Run] {
+        let count = urls.count
+        let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / count)
+        let results = Collected<(Int, Result<Run, any Error>)>()
+        let arguments = (0..<count).map(scriptArguments)
+        startThreads(count) { index in
+            let run = Result {
+                try Wrk.run(url: urls[index], seconds: seconds, connections: max(1, connections / count), script: script,
+                            scriptArguments: arguments[index], workspace: workspace, threads: min(threads, max(1, connections / count)),
+                            errorLog: "wrk-\(index).stderr")
+            }
+            results.append(contentsOf: [(index, run)])
+        }.wait()
+        return try results.all.sorted { $0.0 < $1.0 }.map { try $0.1.get() }
     }
 
     static func threadCount(connections: Int) -> Int { max(1, min(connections, ProcessInfo.processInfo.activeProcessorCount)) }

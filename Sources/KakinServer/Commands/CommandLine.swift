@@ -86,6 +86,8 @@ public enum KakinCommand {
                                     verify signed App Store data and print it as JSON
           kakin ledger check [--config kakin.json] [--database URL]
                                     prove every balance equals the sum of its ledger entries
+          kakin migrate-db --from sqlite:PATH --to postgresql://… [--config kakin.json]
+                                    copy a SQLite deployment into an empty PostgreSQL database
           kakin notifications recover --config kakin.json
                                     apply what Notification History has that Kakin missed
           kakin errors [--markdown] print the error catalogue
@@ -108,6 +110,8 @@ public enum KakinCommand {
             return VerifyCommand.run(arguments: rest)
         case "ledger":
             return await LedgerCommand.run(arguments: rest)
+        case "migrate-db":
+            return await MigrateDBCommand.run(arguments: rest)
         case "notifications":
             return await NotificationsCommand.run(arguments: rest)
         case "errors":

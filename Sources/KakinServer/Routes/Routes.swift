@@ -34,6 +34,6 @@ extension KakinApp {
     func getMetrics(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        return HTTPResponse(status: 200, headers: headers, body: Array(metrics.prometheusText().utf8))
+        return HTTPResponse(status: 200, headers: headers, body: Array((metrics.prometheusText() + databaseMetricsText()).utf8))
     }
 }

@@ -79,7 +79,7 @@ final class KakinProcesses: @unchecked Sendable {
         process.executableURL = try Self.binary
         process.arguments = ["serve", "--config", config.path]
         let log = directory.appendingPathComponent("serve-\(index)-\(UUID().uuidString.prefix(4)).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle

@@ -1,0 +1,71 @@
+import Foundation
+import KakinCore
+import KakinPostgreSQL
+import KakinServer
+import KakinStorage
+import KakinTestPostgres
+import Testing
+
+@Suite(.enabled(if: TestPostgres.isAvailable)) struct MigrateDBTests {
+    /// A SQLite deployment with purchases, spends, grants and a notification moves to PostgreSQL whole: the
+    /// same balances and ledgers, both ledger checks pass, and the ledger continues in order afterwards.
+    @Test func migrateDBCopiesASQLiteDeploymentIntoPostgreSQL() async throws {
+        let k = try await TestKakin.start()
+        let sqlitePath = k.directory.appendingPathComponent("kakin.db").path
+        let token = try await k.token("u1")
+        for _ in 0..<3 {
+            let tx = try k.appStore.transaction(appAccountToken: token, purchaseMs: k.clock.nowMs())
+            #expect(try await k.postTransaction("u1", jws: tx.jws).status == 201)
+        }
+        #expect(try await k.spend("u1", key: "s1", amount: 120).status == 201)
+        _ = try await k.request("POST", "/v1/customers/u2/wallet/grants", json: ["amount": 30, "reason": "welcome"], headers: ["Idempotency-Key": "g1"])
+        let tx = try k.appStore.transaction(appAccountToken: token, purchaseMs: k.clock.nowMs())
+        try await k.deliver([try k.appStore.notification("ONE_TIME_CHARGE", transaction: tx.jws, signedMs: k.clock.nowMs())])
+        let before = try await k.request("GET", "/v1/customers/u1/wallet/ledger").json
+        await k.runtime.shutdown(gracePeriodSeconds: 5)
+        defer { try? FileManager.default.removeItem(at: k.directory) }
+
+        try await TestPostgres.withSchema { schema in
+            let process = Process()
+            process.executableURL = try KakinProcesses.binary
+            process.arguments = ["migrate-db", "--from", "sqlite:\(sqlitePath)", "--to", schema.url]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let report = (try? JSONParser.parse([UInt8](output.fileHandleForReading.readDataToEndOfFile()))) ?? .null
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(report["ok"] == true)
+            #expect(report["ledgerCheck"]?["to"]?["entries"] == report["ledgerCheck"]?["from"]?["entries"])
+            #expect(report["tables"]?["ledger_entries"]?.intValue == 6)
+            #expect(report["tables"]?["notifications"]?.intValue == 1)
+
+            let database = try PostgresDatabase(url: schema.url)
+            let store = KakinStore(database: database, ids: RandomIDGenerator(), clock: SystemClock())
+            do {
+                try await store.migrate()
+                let after = try await store.ledger(customerId: "u1", limit: 50, cursor: nil)
+                #expect(after.entries.map(\.json) == before["entries"]?.arrayValue)
+                // New entries continue after the copied ones (the identity moved past them).
+                _ = try await store.grant(customerId: "u1", idempotencyKey: "after", request: "{}", amount: 5, reason: "after") { _ in (201, []) }
+                let newest = try await store.ledger(customerId: "u1", limit: 1, cursor: nil).entries.first
+                #expect(newest?.reference == "after" && newest?.balanceAfter.total == 400 - 120 + 5)
+                #expect(try await store.checkLedger().ok)
+                // A second copy into the same (no longer empty) database is refused.
+                let again = Process()
+                again.executableURL = try KakinProcesses.binary
+                again.arguments = ["migrate-db", "--from", "sqlite:\(sqlitePath)", "--to", schema.url]
+                again.standardOutput = FileHandle.nullDevice
+                again.standardError = FileHandle.nullDevice
+                try again.run()
+                again.waitUntilExit()
+                #expect(again.terminationStatus == 1)
+            } catch {
+                await database.close()
+                throw error
+            }
+            await database.close()
+        }
+    }
+}
