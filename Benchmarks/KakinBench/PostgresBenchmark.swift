@@ -44,7 +44,7 @@ enum PostgresBenchmark {
                 baselines.append(try baseline())
                 let (together, cpuSeconds) = try group.measuringCPU {
                     try Wrk.runTogether(urls: group.urls, seconds: options.loadSeconds + Wrk.drainSeconds, connections: options.connections, script: script,
-                                        scriptArguments: { ["\(options.loadSeconds)", "\(GrantsBenchmark.customers)", "run\(repetition)-p\($0)"] },
+                                        scriptArguments: { ["\(options.loadSeconds)", "\(GrantsBenchmark.customers)", "run\(repetition)-p\($0)", "\($0 * 16)"] },
                                         workspace: workspace)
                 }
                 let created = try together.map { try $0.count("created") }.reduce(0, +)

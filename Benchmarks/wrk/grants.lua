@@ -2,7 +2,7 @@
 -- {"amount":1,"reason":"bench"}, each with its own Idempotency-Key (run id, thread, counter), spread
 -- over many customers.
 --
--- Arguments (after --): <load seconds> <customers> <run id>. Run wrk for longer than <load seconds>:
+-- Arguments (after --): <load seconds> <customers> <run id> [first thread number]. Run wrk for longer than <load seconds>:
 -- once they have passed, every connection sends an unfinished request instead (the server waits for
 -- the rest of its head and never answers it), so no grant is in flight when wrk stops. Every grant the
 -- server committed was then answered here, and the 201s counted below must equal the ledger's entries.
@@ -34,6 +34,8 @@ local unfinished = "GET /healthz HTTP/1.1\r\nHost: kakin-bench\r\n"
 function init(args)
   deadline = now() + tonumber(args[1])
   customers = tonumber(args[2])
+  -- Several wrk instances (one per Kakin process) number their threads apart, so each walks its own customers.
+  thread_id = thread_id + tonumber(args[4] or "0")
   key_prefix = args[3] .. "-" .. thread_id .. "-"
   counter, created, other = 0, 0, 0
 end

@@ -17,7 +17,10 @@ import Synchronization
 ///   no answer fails with `.outcomeUnknown` (it may have committed: never reported as done).
 public final class PostgresDatabase: SQLDatabase {
     public struct Options: Sendable {
-        /// Connections (and threads) running write transactions; they commit in parallel. 1...64.
+        /// Connections (and threads) running write transactions. 1...64. One per process is the default:
+        /// its batches grow to fill each commit, and batches of one process never conflict with each other
+        /// (parallel batches of a process touch the same index pages and keep failing each other under
+        /// SERIALIZABLE). Raise it when the database is far away and round trips, not commits, are the limit.
         public var writerConnections: Int
         /// Connections (and threads) running reads. 1...64.
         public var readerConnections: Int
@@ -43,7 +46,7 @@ public final class PostgresDatabase: SQLDatabase {
         public var queryRowsMax: Int
 
         public init(
-            writerConnections: Int = 2,
+            writerConnections: Int = 1,
             readerConnections: Int = 4,
             batchSizeMax: Int = 128,
             queueDepthMax: Int = 10_000,

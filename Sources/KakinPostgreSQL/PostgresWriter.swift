@@ -21,8 +21,9 @@ struct PGWriteOutcome {
 /// A writer thread: takes batches of queued writes and commits each batch in one SERIALIZABLE transaction,
 /// one savepoint per body, on its own connection. Several writers (threads, and other processes) commit
 /// at once; PostgreSQL's serializable isolation makes their combined effect equal to some serial order,
-/// and when it cannot it fails a transaction, which is then run again here (in halves, then body by
-/// body, with jittered backoff) until it commits or `serializationRetriesMax` is spent.
+/// and when it cannot it fails a transaction, which is then run again here — at once (the conflicting
+/// transaction has usually finished by then), then in halves down to body by body, with a short jittered
+/// pause — until it commits or `serializationRetriesMax` is spent.
 final class PostgresWriter {
     private let session: PGSession
     private let queue: JobQueue<PGWriteJob>
@@ -72,9 +73,9 @@ final class PostgresWriter {
             }
             if serialization {
                 statistics.recordRetry()
-                backoff(attempt: attempt)
+                if attempt > 0 { backoff(attempt: attempt) }
             }
-            if serialization, jobs.count > 1 {
+            if serialization, attempt > 0, jobs.count > 1 {
                 let middle = jobs.startIndex + jobs.count / 2
                 commit(jobs[..<middle], attempt: attempt + 1)
                 commit(jobs[middle...], attempt: attempt + 1)
@@ -84,9 +85,10 @@ final class PostgresWriter {
         }
     }
 
-    /// Sleeps 0…min(2^attempt, 100) ms on this (dedicated) thread, so conflicting writers drift apart.
+    /// Sleeps 0…min(2^attempt, 16) ms on this (dedicated) thread, so conflicting writers drift apart
+    /// (short: every queued write behind this thread waits too).
     private func backoff(attempt: Int) {
-        let capMs = min(100, 1 << min(attempt, 7))
+        let capMs = 1 << min(attempt, 4)
         Thread.sleep(forTimeInterval: Double.random(in: 0...Double(capMs)) / 1000)
     }
 

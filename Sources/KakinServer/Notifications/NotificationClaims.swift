@@ -15,9 +15,12 @@ final class NotificationClaims: Sendable {
     private let passes = Mutex(0)
 
     init() {
-        var rng = SystemRandomNumberGenerator()
-        let suffix = String(UInt32.random(in: 0...UInt32.max, using: &rng), radix: 36)
-        owner = "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(suffix)"
+        // gethostname, not ProcessInfo.hostName (which may wait for a DNS lookup).
+        var host = [CChar](repeating: 0, count: 256)
+        _ = gethostname(&host, host.count - 1)
+        let name = String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        owner = "\(name)/\(ProcessInfo.processInfo.processIdentifier)/\(suffix)"
     }
 
     /// Runs one pass of the worker (or of a drain), counted while it runs.
