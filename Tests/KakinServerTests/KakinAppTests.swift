@@ -10,8 +10,9 @@ import Testing
 
 /// KakinKit against a real Kakin in local mode (SQLite, the App Store simulator mounted in-process, HTTP
 /// on a loopback port): `kakin app` as separate processes on one device directory, and the coordinator with
-/// the simulator adapter in-process for renewals, refunds and restore.
-@Suite(.timeLimit(.minutes(2)))
+/// the simulator adapter in-process for renewals, refunds and restore. One test at a time: each starts a
+/// Kakin and several `kakin` processes, and the rest of the suite shares the machine.
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct KakinAppTests {
     static func deviceDirectory() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("kakin-device-\(UUID().uuidString)").path
