@@ -217,6 +217,9 @@ extension Product {
             ]
             if let id = offer.id { j["id"] = .string(id) }
             if offer.numberOfPeriods != 1 { j["numberOfPeriods"] = .int(Int64(offer.numberOfPeriods)) }
+            if offer.priceMilli > 0 {
+                j["price"] = offer.priceMilli % 1000 == 0 ? .int(offer.priceMilli / 1000) : .double(Double(offer.priceMilli) / 1000)
+            }
             if offer.type == .offerCode, offer.codeEligibility.count < OfferCodeEligibility.allCases.count {
                 j["eligibility"] = .array(OfferCodeEligibility.allCases.filter(offer.codeEligibility.contains).map { .string($0.rawValue) })
             }
