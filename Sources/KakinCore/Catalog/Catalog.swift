@@ -135,8 +135,6 @@ public struct Product: Sendable, Hashable {
     public func offerCode(id: String) -> SubscriptionOffer? { offerCodes.first { $0.id == id } }
     public func winBackOffer(id: String) -> SubscriptionOffer? { winBackOffers.first { $0.id == id } }
 
-    /// Every offer with an id (promotional, offer codes, win-back), in that order.
-    public var identifiedOffers: [SubscriptionOffer] { promotionalOffers + offerCodes + winBackOffers }
 }
 
 public struct Catalog: Sendable, Hashable {
