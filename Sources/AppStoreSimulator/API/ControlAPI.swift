@@ -127,7 +127,7 @@ extension AppStoreSimulator {
                 if let signature {
                     let token = try SimulatorState.normalizedToken(req.appAccountToken)
                     req.offerSignature = try verifyLegacyOffer(try LegacyOfferSignature(json: signature), productId: req.productId, offerId: id,
-                                                               appAccountToken: req.outsideApp ? nil : token)
+                                                               appAccountToken: token)
                 } else if jws != nil {
                     req.offerSignature = try verifyOfferJWS(try o.requiredString("jws", max: 8192))
                 }

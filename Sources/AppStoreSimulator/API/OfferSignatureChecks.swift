@@ -59,7 +59,7 @@ extension AppStoreSimulator {
             throw KakinError(.simulatorInvalidOfferSignature, "The promotional offer JWS lacks productId or offerIdentifier.")
         }
         return OfferSignatureClaims(format: .jws, keyId: verified.keyId, productId: productId, offerId: offerId,
-                                    nonce: verified.nonce.lowercased(), timestampMs: verified.issuedAtSeconds * 1000, appAccountToken: nil,
+                                    nonce: verified.nonce.lowercased(), timestampMs: Self.milliseconds(verified.issuedAtSeconds), appAccountToken: nil,
                                     transactionId: verified.claims["transactionId"]?.stringValue)
     }
 
@@ -73,7 +73,13 @@ extension AppStoreSimulator {
         }
         return IntroductoryEligibilityClaims(keyId: verified.keyId, productId: productId, allowIntroductoryOffer: allow,
                                              transactionId: transactionId, nonce: verified.nonce.lowercased(),
-                                             timestampMs: verified.issuedAtSeconds * 1000)
+                                             timestampMs: Self.milliseconds(verified.issuedAtSeconds))
+    }
+
+    /// `iat` in ms; an absurd one (it would overflow) becomes a time no clock reaches, refused as stale.
+    static func milliseconds(_ seconds: Int64) -> Int64 {
+        let (ms, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        return overflow ? (seconds < 0 ? Int64.min : Int64.max) : ms
     }
 
     private func verifySignedRequest(_ jws: String, _ audience: SignedRequestJWS.Audience, failure: ErrorKind) throws(KakinError) -> VerifiedSignedRequest {

@@ -102,9 +102,12 @@ extension SimulatorState {
 
     /// Fresh (within the window of now), nonce never used, and a named transaction not another account's.
     func checkSigned(at timestampMs: Int64, nonce: String, transactionId: String?, account: String) throws(KakinError) {
-        guard abs(nowMs - timestampMs) <= Self.offerSignatureWindowMs else {
+        let (distance, overflow) = nowMs.subtractingReportingOverflow(timestampMs)
+        guard !overflow, distance.magnitude <= UInt64(Self.offerSignatureWindowMs) else {
+            // Only plausible times are formatted: the value is the caller's and may be anything.
+            let signedAt = (0...253_402_300_799_999).contains(timestampMs) ? Timestamp.rfc3339(timestampMs) : "\(timestampMs) ms"
             throw KakinError(.simulatorOfferSignatureExpired,
-                             "Signed at \(Timestamp.rfc3339(timestampMs)), more than 24 hours from the App Store's time \(Timestamp.rfc3339(nowMs)).")
+                             "Signed at \(signedAt), more than 24 hours from the App Store's time \(Timestamp.rfc3339(nowMs)).")
         }
         let nonces = store.offerNonces ?? [:]
         guard nonces[nonce] == nil else {

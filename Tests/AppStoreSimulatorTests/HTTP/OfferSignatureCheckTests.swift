@@ -162,6 +162,19 @@ enum OfferSigning {
         #expect(await buy(sim, promo("B", "1y", signature: try OfferSigning.legacy(sim, "B", "1y", token: tokenA))).status == 201)
     }
 
+    @Test func absurdSigningTimesAreRefusedAsStaleNotACrash() async throws {
+        let sim = try makeSimulator()
+        _ = try await lapsed(sim)
+        for ms in [Int64.max, Int64.min + 1, -1, 0] {
+            expectRefused(await buy(sim, promo("B", "6m", signature: try OfferSigning.legacy(sim, "B", "6m", token: tokenA, atMs: ms))), "KKN-6011")
+        }
+        for seconds in [Int64.max, Int64.min + 1] {
+            let jws = try SignedRequestJWS.sign(["productId": "B", "offerIdentifier": "6m"], audience: .promotionalOffer, bundleId: "com.example.app",
+                                                key: try OfferSigning.key(sim), nonce: UUID().uuidString.lowercased(), issuedAtSeconds: seconds)
+            expectRefused(await buy(sim, promo("B", "6m", jws: jws)), "KKN-6011")
+        }
+    }
+
     @Test func aKeyRegisteredWithTheSimulatorSignsOffersToo() async throws {
         let sim = try makeSimulator()
         _ = try await lapsed(sim)
