@@ -52,6 +52,7 @@ import Testing
             let ot = try await lapse(k, "u1")
             let signed = await sign(k, "u1", "promo.6m.free")
             #expect(signed.status == 201)
+            #expect(k.app.metrics.value(.offersSigned) == 1)
             let token = try await k.token("u1")
             let key = k.simulator.apiKey
             #expect(signed.json["keyIdentifier"] == .string(key.keyId), "local mode signs with the simulator's In-App Purchase key")

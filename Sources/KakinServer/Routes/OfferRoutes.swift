@@ -100,6 +100,7 @@ extension KakinApp {
         try await store.recordOfferSigned(customerId: customerId, nonce: nonce, detail: [
             "productId": .string(productId), "offerId": .string(offerId), "format": .string(format), "keyId": .string(signer.keyId),
         ])
+        metrics.increment(.offersSigned)
         return .json(answer, status: 201)
     }
 
@@ -135,6 +136,7 @@ extension KakinApp {
         } catch {
             throw KakinError(.internalError, "The eligibility could not be signed.", detail: error.description)
         }
+        metrics.increment(.offersSigned)
         return .json(["jws": .string(jws)], status: 201)
     }
 
