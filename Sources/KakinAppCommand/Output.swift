@@ -150,7 +150,9 @@ struct Output: Sendable {
             var l = "  subscription \(sub.productId)" + (sub.groupId.map { " (\($0))" } ?? "") + ": \(sub.state)"
             if let e = sub.expiresAt { l += " until \(e)" }
             if let r = sub.willAutoRenew { l += r ? ", renews" : ", does not renew" }
+            if let p = sub.pendingOffer { l += ", \(p.type) offer \(p.id ?? "") pending for the next renewal" }
             if sub.hasBillingIssue { l += " — billing problem: ask to update the payment method" }
+            if let winBack = sub.eligibleWinBackOfferIds, !winBack.isEmpty { l += ", win-back offers: " + winBack.joined(separator: ", ") }
             lines.append(l)
         }
         for n in s.nonConsumables { lines.append("  owns \(n.productId)") }

@@ -57,6 +57,8 @@ public struct CustomerStatus: Sendable, Equatable, Codable {
         public var offer: Offer?
         public var pendingOffer: Offer?
         public var expirationReason: String?
+        /// Win-back offers the customer can redeem now (lapsed subscribers).
+        public var eligibleWinBackOfferIds: [String]?
 
         /// The app should keep the service on (subscribed, or in the grace period while billing is retried).
         public var isEntitled: Bool { state == "subscribed" || state == "inGracePeriod" }
@@ -65,7 +67,8 @@ public struct CustomerStatus: Sendable, Equatable, Codable {
 
         public init(groupId: String?, productId: String, originalTransactionId: String, state: String, expiresAt: String? = nil,
                     gracePeriodExpiresAt: String? = nil, willAutoRenew: Bool? = nil, autoRenewProductId: String? = nil,
-                    ownership: String? = nil, offer: Offer? = nil, pendingOffer: Offer? = nil, expirationReason: String? = nil) {
+                    ownership: String? = nil, offer: Offer? = nil, pendingOffer: Offer? = nil, expirationReason: String? = nil,
+                    eligibleWinBackOfferIds: [String]? = nil) {
             self.groupId = groupId
             self.productId = productId
             self.originalTransactionId = originalTransactionId
@@ -78,6 +81,7 @@ public struct CustomerStatus: Sendable, Equatable, Codable {
             self.offer = offer
             self.pendingOffer = pendingOffer
             self.expirationReason = expirationReason
+            self.eligibleWinBackOfferIds = eligibleWinBackOfferIds
         }
     }
 
