@@ -7,7 +7,8 @@ import KakinCore
 /// SQL, draws ids before the write, and decides from what it reads in the same transaction.
 public final class KakinStore: Sendable {
     public let database: any SQLDatabase
-    let ids: any IDGenerator
+    /// Where ids and tokens come from (also the nonces of signed offers).
+    public let ids: any IDGenerator
     let clock: any Clock
 
     public init(database: any SQLDatabase, ids: any IDGenerator, clock: any Clock) {
