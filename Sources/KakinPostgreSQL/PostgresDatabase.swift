@@ -17,10 +17,9 @@ import Synchronization
 ///   no answer fails with `.outcomeUnknown` (it may have committed: never reported as done).
 public final class PostgresDatabase: SQLDatabase {
     public struct Options: Sendable {
-        /// Connections (and threads) running write transactions. 1...64. One per process is the default:
-        /// its batches grow to fill each commit, and batches of one process never conflict with each other
-        /// (parallel batches of a process touch the same index pages and keep failing each other under
-        /// SERIALIZABLE). Raise it when the database is far away and round trips, not commits, are the limit.
+        /// Connections (and threads) running write transactions. 1...64. A writer runs its batch's statements
+        /// one round trip after another, so a second one overlaps them (and the commits); more add little and
+        /// conflict more: parallel batches touch the same index pages, which SERIALIZABLE reports as conflicts.
         public var writerConnections: Int
         /// Connections (and threads) running reads. 1...64.
         public var readerConnections: Int
@@ -46,7 +45,7 @@ public final class PostgresDatabase: SQLDatabase {
         public var queryRowsMax: Int
 
         public init(
-            writerConnections: Int = 1,
+            writerConnections: Int = 2,
             readerConnections: Int = 4,
             batchSizeMax: Int = 128,
             queueDepthMax: Int = 10_000,

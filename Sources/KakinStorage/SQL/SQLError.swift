@@ -53,9 +53,6 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
     public var isConstraintViolation: Bool { kind == .constraintViolation }
     public var isBusy: Bool { kind == .busy }
     public var isOverloaded: Bool { kind == .overloaded }
-    /// Whether retrying the same request later may succeed and can never apply it twice: the database
-    /// was unreachable, overloaded, busy, conflicting, or could not confirm a commit.
-    public var isRetryable: Bool { [.unavailable, .outcomeUnknown, .conflict, .busy, .overloaded].contains(kind) }
 
     public var description: String {
         var text = "SQLError(\(kind)"
