@@ -13,6 +13,11 @@ import KakinStorage
 /// Statements from bodies are prepared once per connection (named `k1`, `k2`, …, least recently used
 /// evicted beyond `statementsCachedMax`) and run with text parameters; results come back as text and
 /// are read by their column type into `SQLValue`s.
+///
+/// Round trips are what a statement costs most (the server wakes up, answers, Kakin's thread wakes up), so
+/// the engine's own statements can wait (`later`) and travel with the next body statement in one round
+/// trip (libpq's pipeline mode): `BEGIN` with a read's first query, `RELEASE SAVEPOINT w; SAVEPOINT w`
+/// with the next write's first statement.
 final class PGConnection {
     private var conn: OpaquePointer?
     private let statementsCachedMax: Int
@@ -24,6 +29,10 @@ final class PGConnection {
     /// Set when any statement failed with a serialization failure or a deadlock (SQLSTATE 40001/40P01),
     /// even if a body caught the error: the transaction must then be re-run as a whole.
     private(set) var sawSerializationFailure = false
+    /// Engine statements waiting to go out ahead of the next statement.
+    private var waiting: [String] = []
+    /// Set when one of the waiting engine statements failed (the error a body then saw is not its own).
+    private(set) var engineStatementFailed = false
 
     /// Opens a connection. Blocks for at most the settings' connect timeout.
     /// - Throws: `SQLError` `.unavailable` with libpq's message (which never contains the password).
@@ -73,16 +82,35 @@ final class PGConnection {
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
     }
 
-    func resetSerializationFailure() { sawSerializationFailure = false }
+    func resetFailureFlags() {
+        sawSerializationFailure = false
+        engineStatementFailed = false
+    }
+
+    /// Queues engine statements (no parameters) to go out with the next statement, in its round trip.
+    func later(_ statements: String...) { waiting += statements }
+
+    /// Whether engine statements are still waiting (nothing has been sent since `later`).
+    var hasWaiting: Bool { !waiting.isEmpty }
+
+    /// Forgets the waiting engine statements (the transaction they belonged to is given up).
+    func dropWaiting() { waiting.removeAll() }
 
     // MARK: Engine statements
 
     /// Runs the database's own statements (BEGIN, SAVEPOINT, COMMIT, DDL scripts) with the simple query
     /// protocol: several statements separated by `;` are allowed, parameters are not.
     /// - Returns: the last statement's command tag (`COMMIT`, `ROLLBACK`, …).
+    /// Waiting engine statements go out first, in the same round trip.
+    /// - Returns: the last statement's command tag (`COMMIT`, `ROLLBACK`, …).
     @discardableResult
     func run(_ sql: String) throws -> String {
         guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed", sql: sql) }
+        if !waiting.isEmpty {
+            let statements = waiting + [sql]
+            waiting.removeAll()
+            return try pipeline(statements, then: nil).lastTag
+        }
         let result = PQexec(conn, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
@@ -91,6 +119,7 @@ final class PGConnection {
 
     /// Rolls back whatever transaction is open; used after an error left one behind.
     func rollbackIfInTransaction() {
+        waiting.removeAll()
         guard inTransaction else { return }
         _ = try? run("ROLLBACK")
     }
@@ -138,22 +167,129 @@ final class PGConnection {
         for value in parameters { key.append(Self.typeLetter(value)) }
         key.append("\u{0}")
         key.append(sql)
-        let name = try preparedStatement(key: key, sql: sql, parameters: parameters)
+        let statement = try preparedStatement(key: key, sql: sql, parameters: parameters)
         let texts = try parameters.map { try Self.parameterText($0, sql: sql) }
+        if !waiting.isEmpty {
+            let statements = waiting
+            waiting.removeAll()
+            let result = try pipeline(statements, then: (statement, texts, sql)).result!
+            defer { PQclear(result) }
+            return try body(result)
+        }
+        if let unprepared = statement.unprepared {
+            let result = unprepared.types.withUnsafeBufferPointer { PQprepare(conn, statement.name, unprepared.text, Int32(unprepared.types.count), $0.baseAddress) }
+            defer { PQclear(result) }
+            do {
+                try check(result, sql: sql)
+            } catch {
+                statements.removeValue(forKey: key)
+                throw error
+            }
+        }
         let result = withOptionalCStrings(texts) { values in
-            PQexecPrepared(conn, name, Int32(texts.count), values, nil, nil, 0)
+            PQexecPrepared(conn, statement.name, Int32(texts.count), values, nil, nil, 0)
         }
         defer { PQclear(result) }
         try check(result, sql: sql)
         return try body(result!)
     }
 
-    private func preparedStatement(key: String, sql: String, parameters: [SQLValue]) throws -> String {
+    /// A statement ready to run: its prepared name, and what to prepare first if the server does not know it yet.
+    private struct PreparedStatement {
+        var key: String
+        var name: String
+        var unprepared: (text: String, types: [Oid])?
+    }
+
+    /// Sends `engine` statements, then (if given) a body statement (prepared first when new), and one sync,
+    /// in one round trip; then reads every answer in order.
+    /// - Returns: the body statement's result (the caller clears it) and the last engine statement's tag.
+    /// - Throws: the first engine statement's error (with `engineStatementFailed` set), else the body
+    ///   statement's.
+    private func pipeline(_ engine: [String], then statement: (PreparedStatement, [String?], String)?) throws -> (result: OpaquePointer?, lastTag: String) {
+        guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed") }
+        guard PQenterPipelineMode(conn) == 1 else { throw SQLError(kind: .database, message: "cannot enter pipeline mode: \(Self.text(PQerrorMessage(conn)))") }
+        var sent = true
+        for sql in engine { sent = sent && PQsendQueryParams(conn, sql, 0, nil, nil, nil, nil, 0) == 1 }
+        if let (prepared, texts, _) = statement {
+            if let unprepared = prepared.unprepared {
+                sent = sent && unprepared.types.withUnsafeBufferPointer {
+                    PQsendPrepare(conn, prepared.name, unprepared.text, Int32(unprepared.types.count), $0.baseAddress)
+                } == 1
+            }
+            sent = sent && withOptionalCStrings(texts) { PQsendQueryPrepared(conn, prepared.name, Int32(texts.count), $0, nil, nil, 0) } == 1
+        }
+        sent = sent && PQpipelineSync(conn) == 1
+        // Every answer is read even after a failure, so the connection leaves pipeline mode clean.
+        var engineError: (any Error)?
+        var lastTag = ""
+        func next() -> OpaquePointer? {
+            let result = PQgetResult(conn)
+            if result != nil { while let extra = PQgetResult(conn) { PQclear(extra) } }  // each query's answer ends with NULL
+            return result
+        }
+        for sql in engine where sent {
+            let result = next()
+            defer { PQclear(result) }
+            if result.map(PQresultStatus) == PGRES_PIPELINE_ABORTED { continue }
+            do {
+                try check(result, sql: sql)
+                lastTag = Self.text(PQcmdStatus(result))
+            } catch {
+                engineError = engineError ?? error
+            }
+        }
+        var bodyResult: OpaquePointer?
+        var bodyError: (any Error)?
+        if let (prepared, _, sql) = statement, sent {
+            if prepared.unprepared != nil {
+                let result = next()
+                defer { PQclear(result) }
+                if result.map(PQresultStatus) != PGRES_PIPELINE_ABORTED {
+                    do { try check(result, sql: sql) } catch { bodyError = error }
+                }
+            }
+            let result = next()
+            if result.map(PQresultStatus) == PGRES_PIPELINE_ABORTED || bodyError != nil || engineError != nil {
+                PQclear(result)
+            } else {
+                do {
+                    try check(result, sql: sql)
+                    bodyResult = result
+                } catch {
+                    PQclear(result)
+                    bodyError = error
+                }
+            }
+            if bodyResult == nil, prepared.unprepared != nil { statements.removeValue(forKey: prepared.key) }
+        }
+        if sent {
+            // The sync's own answer (PGRES_PIPELINE_SYNC), unless the connection died.
+            if let sync = PQgetResult(conn) { PQclear(sync) }
+        }
+        let exited = PQexitPipelineMode(conn) == 1
+        if !sent || !exited || isBroken {
+            let message = Self.text(PQerrorMessage(conn))
+            // Answers left unread, or no connection: this one cannot be used any more.
+            close()
+            PQclear(bodyResult)
+            throw SQLError(kind: .unavailable, message: "the connection to PostgreSQL broke: \(message)")
+        }
+        if let engineError {
+            engineStatementFailed = true
+            PQclear(bodyResult)
+            throw engineError
+        }
+        if let bodyError { throw bodyError }
+        return (bodyResult, lastTag)
+    }
+
+    private func preparedStatement(key: String, sql: String, parameters: [SQLValue]) throws -> PreparedStatement {
         useTick &+= 1
         if let cached = statements[key] {
             statements[key]!.lastUseTick = useTick
             guard cached.placeholderCount == parameters.count else { throw placeholderMismatch(cached.placeholderCount, parameters.count, sql) }
-            return cached.name
+            return PreparedStatement(key: key, name: cached.name, unprepared: nil)
         }
         let translated: PostgresSQLText
         if let known = translations[sql] {
@@ -172,12 +308,9 @@ final class PGConnection {
         }
         nextStatementNumber += 1
         let name = "k\(nextStatementNumber)"
-        let types = parameters.map(Self.typeOID)
-        let result = types.withUnsafeBufferPointer { PQprepare(conn, name, translated.text, Int32(types.count), $0.baseAddress) }
-        defer { PQclear(result) }
-        try check(result, sql: sql)
+        // Counted as known now; taken out again if preparing fails.
         statements[key] = CachedStatement(name: name, placeholderCount: parameters.count, lastUseTick: useTick)
-        return name
+        return PreparedStatement(key: key, name: name, unprepared: (translated.text, parameters.map(Self.typeOID)))
     }
 
     private func placeholderMismatch(_ placeholders: Int, _ given: Int, _ sql: String) -> SQLError {

@@ -191,7 +191,7 @@ public final class PostgresDatabase: SQLDatabase {
                 let scoped = PostgresScopedConnection(connection)
                 let result = Result { try body(scoped) }
                 scoped.invalidate()
-                return PGReadOutcome(failed: result.failure != nil) { continuation.resume(with: result) }
+                return PGReadOutcome { continuation.resume(with: result) }
             } fail: {
                 continuation.resume(throwing: $0)
             }

@@ -97,7 +97,9 @@ final class PostgresWriter {
         for job in jobs { job.fail(error) }
     }
 
-    /// One attempt: BEGIN, each body in its own savepoint (a batch of one needs none), COMMIT.
+    /// One attempt: BEGIN, each body in its own savepoint (a batch of one needs none), COMMIT. The engine's
+    /// statements travel with the next body statement (`PGConnection.later`): BEGIN with the first body's
+    /// first statement, the savepoint turnover with the next body's, so they cost no round trip of their own.
     private func runTransaction(_ jobs: ArraySlice<PGWriteJob>) -> Attempt {
         let connection: PGConnection
         do {
@@ -108,17 +110,19 @@ final class PostgresWriter {
             return .settled
         }
         let savepoints = jobs.count > 1
-        connection.resetSerializationFailure()
-        do {
-            try connection.run(savepoints ? "BEGIN ISOLATION LEVEL SERIALIZABLE; SAVEPOINT w" : "BEGIN ISOLATION LEVEL SERIALIZABLE")
-        } catch {
-            return abandon(connection, error: error, jobs: jobs)
+        connection.resetFailureFlags()
+        connection.dropWaiting()
+        if savepoints {
+            connection.later("BEGIN ISOLATION LEVEL SERIALIZABLE", "SAVEPOINT w")
+        } else {
+            connection.later("BEGIN ISOLATION LEVEL SERIALIZABLE")
         }
         var outcomes: [PGWriteOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         for (offset, job) in jobs.enumerated() {
             var outcome = job.run(connection)
-            if connection.isBroken || connection.sawSerializationFailure || Self.isStandbyRefusal(outcome.bodyError) {
+            if connection.isBroken || connection.sawSerializationFailure || connection.engineStatementFailed
+                || Self.isStandbyRefusal(outcome.bodyError) {
                 return abandon(connection, error: outcome.bodyError ?? SQLError(kind: .conflict, message: "serialization failure"), jobs: jobs)
             }
             // A body that caught a failed statement's error and returned normally: its transaction (or
@@ -128,14 +132,22 @@ final class PostgresWriter {
                 outcome = PGWriteOutcome(bodyError: error) { job.fail(error) }
             }
             let isLast = offset == jobs.count - 1
-            do {
-                if outcome.bodyError != nil {
-                    try connection.run(savepoints ? "ROLLBACK TO SAVEPOINT w" + (isLast ? "" : "; RELEASE SAVEPOINT w; SAVEPOINT w") : "ROLLBACK")
-                } else if savepoints, !isLast {
-                    try connection.run("RELEASE SAVEPOINT w; SAVEPOINT w")
+            if outcome.bodyError != nil, !savepoints {
+                // Alone in its transaction: roll it back (or never begin it, if the body ran no statement).
+                if connection.hasWaiting {
+                    connection.dropWaiting()
+                } else {
+                    do {
+                        try connection.run("ROLLBACK")
+                    } catch {
+                        return abandon(connection, error: error, jobs: jobs)
+                    }
                 }
-            } catch {
-                return abandon(connection, error: error, jobs: jobs)
+            } else if outcome.bodyError != nil {
+                connection.later("ROLLBACK TO SAVEPOINT w")
+                if !isLast { connection.later("RELEASE SAVEPOINT w", "SAVEPOINT w") }
+            } else if savepoints, !isLast {
+                connection.later("RELEASE SAVEPOINT w", "SAVEPOINT w")
             }
             outcomes.append(outcome)
         }
@@ -148,6 +160,7 @@ final class PostgresWriter {
         }
         let tag: String
         do {
+            // With whatever engine statements still wait (a last rollback to the savepoint), in one round trip.
             tag = try connection.run("COMMIT")
         } catch {
             if connection.isBroken {
@@ -198,16 +211,25 @@ struct PGReadJob: Sendable {
 }
 
 struct PGReadOutcome {
-    let failed: Bool
     let deliver: () -> Void
 }
 
 /// A reader thread: one connection, one REPEATABLE READ READ ONLY transaction per read. A read that met
 /// a broken connection runs once more on a new one (reading twice changes nothing).
+///
+/// Round trips, not queries, are what a read costs most, so a read's `BEGIN` travels with its first query,
+/// and its `COMMIT` — which can change nothing in a read-only transaction, so the caller has its answer
+/// already — with the next read's `BEGIN` and first query, or alone once the thread has been idle for
+/// `idleCommitMs` (a snapshot is never held longer than that while nothing happens).
 final class PostgresReader {
+    static let idleCommitMs = 5
+    static let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
     private let session: PGSession
     private let queue: JobQueue<PGReadJob>
     private let statistics: PostgresStatisticsRecorder
+    /// The connection whose last read transaction still waits for its COMMIT.
+    private var uncommitted: PGConnection?
 
     init(session: PGSession, queue: JobQueue<PGReadJob>, statistics: PostgresStatisticsRecorder) {
         self.session = session
@@ -217,10 +239,20 @@ final class PostgresReader {
 
     func run() {
         session.warmUp(.reader)
-        while let jobs = queue.take(countMax: 1, joining: { _, _ in false }) {
+        while let jobs = queue.take(countMax: 1, waitingAtMostMs: uncommitted == nil ? nil : Self.idleCommitMs, joining: { _, _ in false }) {
+            if jobs.isEmpty { commitNow() }
             for job in jobs { read(job) }
         }
+        commitNow()
         session.discard()
+    }
+
+    /// Sends the last read's COMMIT (idle, or closing).
+    private func commitNow() {
+        guard let connection = uncommitted else { return }
+        uncommitted = nil
+        connection.dropWaiting()
+        _ = try? connection.run("COMMIT")
     }
 
     private func read(_ job: PGReadJob) {
@@ -228,23 +260,35 @@ final class PostgresReader {
             let connection: PGConnection
             do {
                 connection = try session.live(.reader)
-                try connection.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             } catch {
-                if attempt == 0, (error as? SQLError)?.kind == .unavailable { continue }
-                session.discard()
+                uncommitted = nil
+                if attempt == 0 { continue }
                 job.fail(error)
                 return
             }
+            connection.resetFailureFlags()
+            connection.dropWaiting()
+            let pendingCommit = uncommitted === connection
+            if pendingCommit {
+                connection.later("COMMIT", Self.begin)
+            } else {
+                connection.later(Self.begin)
+            }
+            uncommitted = nil
             let outcome = job.run(connection)
-            if connection.isBroken, attempt == 0 { continue }
-            do {
-                try connection.run("COMMIT")
-            } catch {
+            if connection.isBroken || connection.engineStatementFailed {
+                // Nothing of this read can be trusted; read again on a sound connection.
                 connection.rollbackIfInTransaction()
-                if !outcome.failed {
-                    job.fail(error)
-                    return
-                }
+                if attempt == 0 { continue }
+                job.fail(SQLError(kind: .unavailable, message: "the database connection failed during a read"))
+                return
+            }
+            if connection.hasWaiting {
+                // The body ran no query: nothing was sent, the previous read's COMMIT still waits.
+                connection.dropWaiting()
+                if pendingCommit { uncommitted = connection }
+            } else {
+                uncommitted = connection
             }
             statistics.recordRead()
             outcome.deliver()

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import KakinStorage
 import KakinTestPostgres
@@ -299,10 +300,41 @@ struct ExpectedFailure: Error, Equatable {
         }
     }
 
-    @Test func readsAreReadOnlyAndSeeOneSnapshot() async throws {
+    @Test func readsAreReadOnly() async throws {
         try await withPostgres { db in
             try await db.write { try $0.execute("CREATE TABLE t (k BIGINT)", []) }
             await #expect { try await db.read { try $0.execute("INSERT INTO t (k) VALUES (1)", []) } } throws: { $0 is SQLError }
+        }
+    }
+
+    /// BEGIN travels with a read's first query and COMMIT with the next read: the snapshot must still be
+    /// one per read, and the next read must see what committed meanwhile.
+    @Test func oneReadSeesOneSnapshotWhileWritesCommitAndTheNextReadSeesThem() async throws {
+        try await withPostgres(.init(readerConnections: 1)) { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k BIGINT)", []) }
+            let (firstQueryDone, firstQueryDoneContinuation) = AsyncStream<Void>.makeStream()
+            let resume = DispatchSemaphore(value: 0)
+            let reading = Task {
+                try await db.read { connection in
+                    let before = try connection.queryOne("SELECT COUNT(*) AS c FROM t", [])?.int("c")
+                    firstQueryDoneContinuation.yield()
+                    _ = resume.wait(timeout: .now() + 30)
+                    let after = try connection.queryOne("SELECT COUNT(*) AS c FROM t", [])?.int("c")
+                    return [before, after]
+                }
+            }
+            for await _ in firstQueryDone { break }
+            try await db.write { try $0.execute("INSERT INTO t (k) VALUES (1)", []) }
+            resume.signal()
+            #expect(try await reading.value == [0, 0])
+            let next = try await db.read { try $0.queryOne("SELECT COUNT(*) AS c FROM t", [])?.int("c") }
+            #expect(next == 1)
+            // Idle, the reader ends its transaction: no session of this database stays "idle in transaction".
+            try await Task.sleep(for: .milliseconds(100))
+            let open = try await db.write { db in
+                try db.queryOne("SELECT COUNT(*) AS c FROM pg_stat_activity WHERE application_name = current_setting('application_name') AND state = 'idle in transaction'", [])?.int("c")
+            }
+            #expect(open == 0)
         }
     }
 }

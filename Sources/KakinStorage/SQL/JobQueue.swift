@@ -41,14 +41,20 @@ package final class JobQueue<Job: Sendable>: @unchecked Sendable {
     }
 
     /// Blocks until at least one job is queued, then takes the first one and, if `joins(first, next)`
-    /// holds, the jobs following it, up to `countMax` in all. Returns `nil` when closed and drained.
-    package func take(countMax: Int, joining joins: (Job, Job) -> Bool) -> [Job]? {
+    /// holds, the jobs following it, up to `countMax` in all. Returns `nil` when closed and drained, and
+    /// `[]` when `waitingAtMostMs` passed with nothing queued.
+    package func take(countMax: Int, waitingAtMostMs: Int? = nil, joining joins: (Job, Job) -> Bool) -> [Job]? {
         precondition(countMax > 0)
         condition.lock()
         defer { condition.unlock() }
+        let deadline = waitingAtMostMs.map { Date().addingTimeInterval(Double($0) / 1000) }
         while slots.count == head {
             if isClosed { return nil }
-            condition.wait()
+            if let deadline {
+                if !condition.wait(until: deadline), slots.count == head { return isClosed ? nil : [] }
+            } else {
+                condition.wait()
+            }
         }
         var jobs: [Job] = []
         jobs.reserveCapacity(min(countMax, slots.count - head))
