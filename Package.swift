@@ -43,3 +43,8 @@ let package = Package(
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator"]),
     ]
 )
+
+// libFuzzer targets (Fuzz/README.md): built only by `scripts/fuzz`, as libFuzzer supplies their `main`.
+if Context.environment["KAKIN_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "KakinFuzz", dependencies: ["KakinCore", "AppStoreSecurity", "KakinServer"], path: "Fuzz/KakinFuzz"))
+}
