@@ -90,6 +90,7 @@ public final class KakinRuntime: Sendable {
             let app = KakinApp(store: store, verifier: verifier,
                                settings: .init(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth),
                                clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
+            if let signing = config.offerSigning { try app.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId) }
             if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
             return (app, database)
         } catch {
