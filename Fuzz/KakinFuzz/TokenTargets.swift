@@ -58,19 +58,28 @@ struct JWSTarget: FuzzTarget {
     }
 }
 
-/// JWTs Kakin accepts: App Store Server API bearer tokens (ES256, checked by the simulator) and customer
-/// tokens (HS256). The first byte picks the mode: 0 mod 3 feeds the rest as a token to both verifiers;
-/// 1 signs the rest as ES256 claims with a known key; 2 signs the rest as HS256 claims with a known secret.
+/// JWTs Kakin accepts: App Store Server API bearer tokens and signed offer requests (ES256, checked by the
+/// simulator), customer tokens (HS256), legacy promotional offer signatures. The first byte picks the
+/// mode: 0 mod 3 feeds the rest as a token to every verifier; 1 signs the rest as ES256 claims with a
+/// known key; 2 signs the rest as HS256 claims with a known secret.
 struct JWTTarget: FuzzTarget {
     static let nowSeconds: Int64 = 1_767_225_600
     static let secret = Array("fuzz-secret-fuzz-secret-fuzz-sec".utf8)
     let key: P256PrivateKey
     let verifier: AppStoreServerAPITokenVerifier
+    let requests: SignedRequestVerifier
 
     init() {
         key = try! P256PrivateKey()
         verifier = AppStoreServerAPITokenVerifier(keys: ["KEY1234567": .init(publicKey: key.publicKey, issuerId: "issuer")],
                                                   bundleId: Catalog.demoBundleId)
+        requests = SignedRequestVerifier(keys: ["KEY1234567": .init(publicKey: key.publicKey, issuerId: "issuer")],
+                                         bundleId: Catalog.demoBundleId)
+    }
+
+    func verifyES256(_ token: String) {
+        _ = try? verifier.verify(token, nowSeconds: Self.nowSeconds)
+        for audience in SignedRequestJWS.Audience.allCases { _ = try? requests.verify(token, audience: audience) }
     }
 
     func run(_ input: [UInt8]) {
@@ -81,15 +90,18 @@ struct JWTTarget: FuzzTarget {
             let header: JSONValue = ["alg": "ES256", "kid": "KEY1234567", "typ": "JWT"]
             let signer = JWSSigner(key: key, x5c: [])
             guard let token = try? signer.sign(payloadBytes: rest, header: header) else { return }
-            _ = try? verifier.verify(token, nowSeconds: Self.nowSeconds)
+            verifyES256(token)
         case 2:
             let input = Base64.urlEncode(#"{"alg":"HS256","typ":"JWT"}"#.utf8) + "." + Base64.urlEncode(rest)
             let mac = HMACSHA256.authenticationCode(key: Self.secret, message: Array(input.utf8))
             _ = CustomerToken.verifyHS256(input + "." + Base64.urlEncode(mac), secret: Self.secret, nowMs: Self.nowSeconds * 1000)
         default:
             let token = String(decoding: rest, as: UTF8.self)
-            _ = try? verifier.verify(token, nowSeconds: Self.nowSeconds)
+            verifyES256(token)
             _ = CustomerToken.verifyHS256(token, secret: Self.secret, nowMs: Self.nowSeconds * 1000)
+            let legacy = PromotionalOfferSignature(bundleId: Catalog.demoBundleId, keyIdentifier: "KEY1234567", productIdentifier: "premium.monthly",
+                                                   offerIdentifier: "back", appAccountToken: nil, nonce: "n", timestampMs: Self.nowSeconds * 1000)
+            _ = legacy.isValidSignature(token, publicKey: key.publicKey)
         }
     }
 }
