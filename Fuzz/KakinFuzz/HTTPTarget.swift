@@ -12,7 +12,7 @@ import KakinServer
 /// `answerSecondsMax`, and every error Kakin answers itself (it carries `X-Request-Id`) has the contract's
 /// JSON body. libmicrohttpd's own refusals (431/414/400 without `X-Request-Id`) are left to it.
 struct HTTPTarget: FuzzTarget {
-    static let answerSecondsMax = 10
+    static let answerSecondsMax = 30
     static let apiKey = "fuzz-admin-key"
     let port: Int
 
