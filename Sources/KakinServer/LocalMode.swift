@@ -19,8 +19,13 @@ final class LocalMode: Sendable {
     /// simulator retries them on Apple's schedule).
     private let kakin = LateApp()
 
+    /// Weak: the runtime owns the app, and the app's routes reach the simulator, whose sink reaches
+    /// this box — a strong reference here would keep the whole graph alive after shutdown.
     final class LateApp: Sendable {
-        let app = Mutex<KakinApp?>(nil)
+        struct Reference { weak var app: KakinApp? }
+        let reference = Mutex(Reference())
+        var app: KakinApp? { reference.withLock { $0.app } }
+        func set(_ app: KakinApp) { reference.withLock { $0.app = app } }
     }
 
     static func configuration() -> Configuration {
@@ -55,7 +60,7 @@ final class LocalMode: Sendable {
         }
         let appBox = kakin
         let sink = deliveries(InProcessNotificationSink { request in
-            guard let app = appBox.app.withLock({ $0 }) else {
+            guard let app = appBox.app else {
                 return HTTPResponse.text("starting", status: 503)
             }
             let response = await app.handle(request)
@@ -88,7 +93,7 @@ final class LocalMode: Sendable {
     /// API client at the simulator.
     func attach(to runtime: KakinRuntime) async throws {
         let app = runtime.app
-        kakin.app.withLock { $0 = app }
+        kakin.set(app)
         let key = simulator.apiKey
         try app.connectAppStoreServerAPI(Configuration.AppStoreServerAPI(
             issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM,
