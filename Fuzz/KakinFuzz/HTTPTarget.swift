@@ -127,14 +127,19 @@ struct HTTPTarget: FuzzTarget {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { finding("connect() failed: errno \(errno)") }
+        // libFuzzer's once-a-second SIGALRM (for -timeout) interrupts blocking calls: retry on EINTR.
+        var connected: Int32
+        repeat {
+            connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        } while connected != 0 && errno == EINTR
+        guard connected == 0 || errno == EISCONN else { finding("connect() failed: errno \(errno)") }
         // The server may answer and close before reading everything (413): a failed send is fine.
         var sent = 0
         while sent < request.count {
             let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0, errno == EINTR { continue }
             if n <= 0 { break }
             sent += n
         }
@@ -146,6 +151,7 @@ struct HTTPTarget: FuzzTarget {
                 received += buffer[0..<n]
                 continue
             }
+            if n < 0, errno == EINTR { continue }
             if n == 0 || errno == ECONNRESET { break }
             return .timedOut
         }
