@@ -12,6 +12,8 @@ public final class KakinApp: Sendable {
         public var wallet: WalletPolicy
         public var transferPolicy: TransferPolicy
         public var auth: Configuration.Auth?
+        /// Trusted roots for app receipts' signatures; nil: receipts are read without a signature check.
+        public var appReceiptRootsDER: [[UInt8]]? = nil
 
         public init(apps: [Configuration.App], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     auth: Configuration.Auth? = nil) {

@@ -64,6 +64,9 @@ final class LocalMode: Sendable {
 
     func runtimeOptions() -> KakinRuntime.Options {
         let simulator = simulator
+        var configuration = configuration
+        // App receipts the simulator writes are checked against its CA, like its signed transactions.
+        configuration.appReceiptRootsDER = configuration.appReceiptRootsDER ?? [simulator.rootCertificateDER]
         return KakinRuntime.Options(
             configuration: configuration, defaultRootsDER: [simulator.rootCertificateDER], clock: simulator.clock, logger: logger,
             extraRoutes: { router in

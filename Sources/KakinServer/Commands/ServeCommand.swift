@@ -87,8 +87,9 @@ public final class KakinRuntime: Sendable {
                 trustedRoots: roots,
                 apps: config.apps.map { AppIdentity(bundleId: $0.bundleId, appAppleId: $0.appAppleId, environments: $0.environments) },
                 clock: { [clock = options.clock] in clock.nowMs() })
-            let app = KakinApp(store: store, verifier: verifier,
-                               settings: .init(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth),
+            var settings = KakinApp.Settings(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth)
+            settings.appReceiptRootsDER = config.appReceiptRootsDER
+            let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
             if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
             return (app, database)

@@ -25,6 +25,8 @@ public struct Configuration: Sendable {
         public var appAppleId: Int64?
         public var environments: Set<AppStoreEnvironment>
         public var catalog: Catalog
+        /// Whether and how Kakin answers this app's CONSUMPTION_REQUESTs (nil: it does not).
+        public var consumptionInformation: ConsumptionInformationPolicy? = nil
 
         public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog) {
             self.bundleId = bundleId
@@ -72,10 +74,12 @@ public struct Configuration: Sendable {
     public var wallet = WalletPolicy()
     /// Addition to the contract: what happens when a purchase is linked to another customer.
     public var transferPolicy = TransferPolicy.keepFirstOwner
+    /// Roots an app receipt's signature must chain to (`appReceipts`); nil: receipts are read unverified.
+    public var appReceiptRootsDER: [[UInt8]]?
 
     public init() {}
 
-    static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "auth", "wallet", "accounts"]
+    static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "auth", "wallet", "accounts", "appReceipts"]
 
     /// Reads and validates a config file. `environment` resolves `…Env` keys (secrets never sit in the file).
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -173,12 +177,13 @@ public struct Configuration: Sendable {
                 c.transferPolicy = tp
             }
         }
+        c.appReceiptRootsDER = try parseAppReceipts(o, baseDirectory: baseDirectory)
         return c
     }
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products"])
+        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "consumptionInformation"])
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -209,7 +214,9 @@ public struct Configuration: Sendable {
             for p in overrides.sortedProducts { catalog.upsert(catalog[p.productId].map { p.inheriting(from: $0) } ?? p) }
         }
         guard !catalog.products.isEmpty else { throw ConfigurationError(a.sub("products"), "the app needs a storekitFile or products") }
-        return App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog)
+        var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog)
+        app.consumptionInformation = try parseConsumptionInformation(a)
+        return app
     }
 
     static func resolve(_ path: String, relativeTo base: String?) -> String {

@@ -61,12 +61,19 @@ final class SimulatedKakin: Sendable {
         var description: String { "simulator answered \(status): \(body)" }
     }
 
-    /// Calls the simulator's control API in-process and lets Kakin apply what it was sent.
+    /// Calls the simulator's control API in-process and lets Kakin apply what it was sent. The path may end
+    /// in a query (`?name=value&…`, not percent-encoded).
     @discardableResult
-    func sim(_ method: String, _ path: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+    func sim(_ method: String, _ pathAndQuery: String, _ body: JSONValue? = nil) async throws -> JSONValue {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json")
-        let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: [], headers: headers,
+        let parts = pathAndQuery.split(separator: "?", maxSplits: 1).map(String.init)
+        let path = parts[0]
+        let query = parts.count > 1 ? parts[1].split(separator: "&").map { item -> (name: String, value: String) in
+            let pair = item.split(separator: "=", maxSplits: 1).map(String.init)
+            return (pair[0], pair.count > 1 ? pair[1] : "")
+        } : []
+        let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: query, headers: headers,
                                   body: body?.serialized() ?? [], requestId: "test", remoteAddress: nil)
         let response = await simulator.handle(request)
         guard (200..<300).contains(response.status) else {
