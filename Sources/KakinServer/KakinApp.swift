@@ -31,6 +31,8 @@ public final class KakinApp: Sendable {
     public let metrics = Metrics()
     /// Applies stored notifications in the background.
     public let notificationWorker = BackgroundLoop(pollIntervalMs: 1000)
+    /// Sends answers to CONSUMPTION_REQUESTs (woken when one is scheduled, polling for retries).
+    public let consumptionWorker = BackgroundLoop(pollIntervalMs: 15_000)
     /// Schedules processing retries in real time, whatever clock the business logic runs on.
     let retryClock: any Clock = SystemClock()
     /// Set once the App Store Server API is configured (local mode: when the simulator's port is known).

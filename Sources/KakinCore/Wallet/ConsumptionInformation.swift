@@ -29,6 +29,12 @@ public enum PaidCoinLots {
         public var credited: Int64
         public var remaining: Int64
         public var spent: Int64 { credited - remaining }
+
+        public init(reference: String?, credited: Int64, remaining: Int64) {
+            self.reference = reference
+            self.credited = credited
+            self.remaining = remaining
+        }
     }
 
     /// Replays `movements` (ledger order) into lots.

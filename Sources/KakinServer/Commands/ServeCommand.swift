@@ -68,6 +68,7 @@ public final class KakinRuntime: Sendable {
             throw error
         }
         app.notificationWorker.start { [app] in await app.processDueNotifications() }
+        app.consumptionWorker.start { [app] in await app.processDueConsumptionAnswers() }
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
         if config.appStoreServerAPI != nil {
             recovery.start { [app] in await app.recoverMissedNotificationsLogged() }
@@ -113,6 +114,7 @@ public final class KakinRuntime: Sendable {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
         await recovery.stop()
         await app.notificationWorker.stop()
+        await app.consumptionWorker.stop()
         await database.close()
     }
 }
