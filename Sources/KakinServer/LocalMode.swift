@@ -25,6 +25,8 @@ final class LocalMode: Sendable {
         var c = Configuration()
         c.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
                                     catalog: .demo)]
+        // The simulated customers "consented": local mode shows how refund requests are answered.
+        c.apps[0].consumptionInformation = ConsumptionInformationPolicy(customerConsented: true)
         return c
     }
 

@@ -96,6 +96,20 @@ import Testing
         }
     }
 
+    @Test func aSubscriptionsRefundRequestIsAnsweredWithDeliveryOnly() async throws {
+        try await SimulatedKakin.with(consumption: Self.consented) { k in
+            await k.app.consumptionWorker.stop()
+            let ot = try await k.buy("u1", "premium.monthly")["originalTransactionId"]!.stringValue!
+            try await k.advance(days: 10)
+            let paid = try #require(try await k.sim("GET", "/simulator/v1/subscriptions/\(ot)")["latestTransactionId"]?.stringValue)
+            try await Self.requestRefund(k, paid)
+            await k.app.processDueConsumptionAnswers()
+            // Apple computes the consumption of auto-renewables itself and refuses a percentage for them.
+            #expect(try await Self.received(k, paid).first?["request"]
+                == ["customerConsented": true, "deliveryStatus": "DELIVERED", "sampleContentProvided": false])
+        }
+    }
+
     @Test func withoutConsentNothingIsSentAndTheRequestIsKept() async throws {
         try await SimulatedKakin.with { k in
             await k.app.consumptionWorker.stop()
