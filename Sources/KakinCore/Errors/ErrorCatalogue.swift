@@ -43,7 +43,12 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case idempotencyKeyRequired
     case idempotencyKeyReused
     case invalidAmount
-    // 5xxx: App Store operations (offers, renewal-date extensions)
+    // 5xxx: App Store operations: offers (5001…5049), renewal-date extensions (5050…)
+    case offerNotEligible
+    case offerRedemptionLimitReached
+    case offerAlreadyPending
+    case unknownOffer
+    case offerSigningNotConfigured
     case extensionNotAllowed
     case extensionLimitReached
     case invalidExtension
@@ -55,8 +60,23 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case simulatorUnknownSubscription
     case simulatorUnknownTransaction
     case simulatorInvalidAction
+    case simulatorInvalidOfferSignature
+    case simulatorOfferSignatureExpired
+    case simulatorOfferNonceReused
+    case simulatorInvalidOfferIdentifier
+    case simulatorMissingOfferParameters
+    case simulatorInvalidEligibilitySignature
     // 7xxx: configuration and command line
     case invalidConfiguration
+    // 8xxx: KakinKit, the app side: raised in the app (never an HTTP answer); KakinKit's `ClientError`
+    // holds the same IDs, codes and sentences, and a test keeps the two equal.
+    case appNetworkUnavailable
+    case appInvalidServerResponse
+    case appStoreFailed
+    case appOffersNotSupported
+    case appPurchaseStillProcessing
+    case appProductUnavailable
+    case appDeviceStateUnreadable
 
     public var id: String {
         switch self {
@@ -102,12 +122,30 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
         case .invalidAmount: return "KKN-4004"
+        case .offerNotEligible: return "KKN-5001"
+        case .offerRedemptionLimitReached: return "KKN-5002"
+        case .offerAlreadyPending: return "KKN-5003"
+        case .unknownOffer: return "KKN-5004"
+        case .offerSigningNotConfigured: return "KKN-5005"
         case .simulatorUnknownProduct: return "KKN-6001"
         case .simulatorNotEligible: return "KKN-6002"
         case .simulatorUnknownSubscription: return "KKN-6003"
         case .simulatorUnknownTransaction: return "KKN-6004"
         case .simulatorInvalidAction: return "KKN-6005"
+        case .simulatorInvalidOfferSignature: return "KKN-6010"
+        case .simulatorOfferSignatureExpired: return "KKN-6011"
+        case .simulatorOfferNonceReused: return "KKN-6012"
+        case .simulatorInvalidOfferIdentifier: return "KKN-6013"
+        case .simulatorMissingOfferParameters: return "KKN-6014"
+        case .simulatorInvalidEligibilitySignature: return "KKN-6015"
         case .invalidConfiguration: return "KKN-7001"
+        case .appNetworkUnavailable: return "KKN-8001"
+        case .appInvalidServerResponse: return "KKN-8002"
+        case .appStoreFailed: return "KKN-8003"
+        case .appOffersNotSupported: return "KKN-8004"
+        case .appPurchaseStillProcessing: return "KKN-8005"
+        case .appProductUnavailable: return "KKN-8006"
+        case .appDeviceStateUnreadable: return "KKN-8007"
         }
     }
 
@@ -156,12 +194,27 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
         case .invalidAmount: return "invalid_amount"
+        case .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return "offer_not_eligible"
+        case .unknownOffer: return "unknown_offer"
+        case .offerSigningNotConfigured: return "offer_signing_not_configured"
         case .simulatorUnknownProduct: return "unknown_product"
         case .simulatorNotEligible: return "not_eligible"
         case .simulatorUnknownSubscription: return "unknown_subscription"
         case .simulatorUnknownTransaction: return "unknown_transaction"
         case .simulatorInvalidAction: return "invalid_action"
+        case .simulatorInvalidOfferSignature, .simulatorOfferSignatureExpired, .simulatorOfferNonceReused,
+            .simulatorInvalidEligibilitySignature:
+            return "invalid_offer_signature"
+        case .simulatorInvalidOfferIdentifier: return "invalid_offer_identifier"
+        case .simulatorMissingOfferParameters: return "missing_offer_parameters"
         case .invalidConfiguration: return "invalid_configuration"
+        case .appNetworkUnavailable: return "network_unavailable"
+        case .appInvalidServerResponse: return "invalid_server_response"
+        case .appStoreFailed: return "store_failed"
+        case .appOffersNotSupported: return "offers_not_supported"
+        case .appPurchaseStillProcessing: return "purchase_still_processing"
+        case .appProductUnavailable: return "product_unavailable"
+        case .appDeviceStateUnreadable: return "device_state_unreadable"
         }
     }
 
@@ -178,18 +231,25 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable:
             return 503
         case .unauthorized: return 401
-        case .forbidden, .belongsToAnotherCustomer: return 403
+        case .forbidden, .belongsToAnotherCustomer, .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return 403
         case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
             .wrongAppAppleID, .wrongEnvironment, .unknownProduct, .transactionRevoked,
-            .idempotencyKeyReused, .untrustedReceipt, .receiptWithoutPurchases, .receiptForAnotherApp:
+            .idempotencyKeyReused, .untrustedReceipt, .receiptWithoutPurchases, .receiptForAnotherApp, .unknownOffer:
             return 422
-        case .appStoreAPINotConfigured: return 501
+        case .appStoreAPINotConfigured, .offerSigningNotConfigured: return 501
         case .transactionNotFound, .extensionRequestNotFound, .unknownApp: return 404
         case .extensionNotAllowed, .extensionLimitReached: return 409
         case .alreadyProcessed, .insufficientBalance: return 409
-        case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction: return 422
+        case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction, .simulatorInvalidOfferSignature,
+            .simulatorOfferSignatureExpired, .simulatorOfferNonceReused, .simulatorInvalidOfferIdentifier,
+            .simulatorMissingOfferParameters, .simulatorInvalidEligibilitySignature:
+            return 422
         case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
         case .invalidConfiguration: return 2
+        // Never sent by the server: the app raises these itself.
+        case .appNetworkUnavailable, .appInvalidServerResponse, .appStoreFailed, .appOffersNotSupported,
+            .appPurchaseStillProcessing, .appProductUnavailable, .appDeviceStateUnreadable:
+            return 0
         }
     }
 
@@ -238,12 +298,30 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."
         case .invalidAmount: return "The amount must be a positive whole number of coins within limits."
+        case .offerNotEligible: return "The app's offer rules do not give this customer this offer."
+        case .offerRedemptionLimitReached: return "The customer already redeemed this offer as many times as the app's offer rules allow."
+        case .offerAlreadyPending: return "The same offer already waits for the subscription's next renewal."
+        case .unknownOffer: return "The product has no promotional offer with this ID in this server's catalog."
+        case .offerSigningNotConfigured: return "No In-App Purchase key is configured to sign offers (offerSigning or appStoreServerAPI)."
         case .simulatorUnknownProduct: return "The simulator's catalog has no such product."
         case .simulatorNotEligible: return "The App Store would refuse this purchase (not eligible for the offer)."
         case .simulatorUnknownSubscription: return "The simulator has no such subscription."
         case .simulatorUnknownTransaction: return "The simulator has no such transaction."
         case .simulatorInvalidAction: return "The simulator cannot apply this action in the subscription's current state."
+        case .simulatorInvalidOfferSignature: return "The offer signature does not verify for this purchase with the app's keys (StoreKit: invalidOfferSignature)."
+        case .simulatorOfferSignatureExpired: return "The offer signature is more than 24 hours away from the App Store's time (StoreKit: invalidOfferSignature)."
+        case .simulatorOfferNonceReused: return "The offer signature's nonce was already used for a purchase (StoreKit: invalidOfferSignature)."
+        case .simulatorInvalidOfferIdentifier: return "The product has no offer with this identifier (StoreKit: invalidOfferIdentifier)."
+        case .simulatorMissingOfferParameters: return "A promotional offer needs a signature (StoreKit: missingOfferParameters)."
+        case .simulatorInvalidEligibilitySignature: return "The introductory offer eligibility JWS does not verify for this purchase (StoreKit: invalidOfferSignature)."
         case .invalidConfiguration: return "The configuration is invalid."
+        case .appNetworkUnavailable: return "Kakin could not be reached; a paid purchase stays unfinished and is retried later."
+        case .appInvalidServerResponse: return "Kakin's answer could not be read; a paid purchase stays unfinished and is retried later."
+        case .appStoreFailed: return "The App Store could not complete the request; nothing was charged by this attempt."
+        case .appOffersNotSupported: return "This Kakin server does not sign offers yet."
+        case .appPurchaseStillProcessing: return "Your previous purchase of this item is still being processed."
+        case .appProductUnavailable: return "The App Store does not offer this product."
+        case .appDeviceStateUnreadable: return "The purchases saved on this device could not be read or written."
         }
     }
 }
@@ -274,6 +352,9 @@ public struct KakinError: Error, Sendable, CustomStringConvertible {
 }
 
 extension ErrorKind {
+    /// KakinKit's errors (KKN-8xxx): the app raises them itself (no network, an unreadable answer, the store).
+    public var isRaisedInApp: Bool { id.hasPrefix("KKN-8") }
+
     /// `docs/errors.md`, generated from this catalogue.
     public static func markdownCatalogue() -> String {
         var lines = [
@@ -282,13 +363,14 @@ extension ErrorKind {
             "Generated from `Sources/KakinCore/Errors/ErrorCatalogue.swift` by `kakin errors --markdown`; a test keeps",
             "this file equal to the code. Every non-2xx answer carries one of these in",
             "`{\"error\": {\"code\", \"id\", \"message\", \"requestId\"}}`. IDs are stable: apps may show them and",
-            "support can look them up here. (Configuration errors are reported by the command line with exit code 2.)",
+            "support can look them up here. (Configuration errors are reported by the command line with exit code 2;",
+            "`KKN-8xxx` are raised in the app by KakinKit, never answered by the server.)",
             "",
             "| ID | code | HTTP | meaning |",
             "|---|---|---|---|",
         ]
         for kind in allCases {
-            let status = kind == .invalidConfiguration ? "exit 2" : String(kind.httpStatus)
+            let status = kind == .invalidConfiguration ? "exit 2" : kind.isRaisedInApp ? "app" : String(kind.httpStatus)
             lines.append("| \(kind.id) | `\(kind.code)` | \(status) | \(kind.defaultMessage) |")
         }
         return lines.joined(separator: "\n") + "\n"

@@ -98,6 +98,7 @@ extension KakinApp {
     /// Points the App Store Server API client at Apple or (local mode) at the simulator.
     public func connectAppStoreServerAPI(_ api: Configuration.AppStoreServerAPI) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock)
+        try useAPIKeyForOffers(api)
         appStoreAPI.withLock { $0 = connection }
     }
 

@@ -89,6 +89,8 @@ public enum KakinCommand {
           kakin notifications recover --config kakin.json
                                     apply what Notification History has that Kakin missed
           kakin errors [--markdown] print the error catalogue
+          kakin app --server URL --customer ID --state DIR <launch|buy PRODUCT [--offer ID] [--fail-at payment|send|finish]|unfinished|restore|status|wallet> [--json]
+                                    a command-line app on KakinKit and the simulator: replay the app-side flows
           kakin <command> --help    usage of one command
         """
 

@@ -92,6 +92,7 @@ public final class KakinRuntime: Sendable {
             settings.appReceiptRootsDER = config.appReceiptRootsDER
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
+            if let signing = config.offerSigning { try app.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId) }
             if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
             return (app, database)
         } catch {

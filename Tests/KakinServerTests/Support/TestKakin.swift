@@ -81,7 +81,8 @@ final class TestKakin: Sendable {
     ])
 
     static func start(wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
-                      bodyBytesMax: Int = 1 << 20, auth: Configuration.Auth? = nil, clock serverClock: (any Clock)? = nil) async throws -> TestKakin {
+                      bodyBytesMax: Int = 1 << 20, auth: Configuration.Auth? = nil, clock serverClock: (any Clock)? = nil,
+                      configure: (inout Configuration) -> Void = { _ in }) async throws -> TestKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let clock = ManualClock()
@@ -94,6 +95,7 @@ final class TestKakin: Sendable {
         config.wallet = wallet
         config.transferPolicy = transferPolicy
         config.auth = auth
+        configure(&config)
         var options = KakinRuntime.Options(configuration: config, clock: serverClock ?? clock, logger: Logger(minimum: .error))
         options.http.bodyBytesMax = bodyBytesMax
         let runtime = try await KakinRuntime.start(options)
