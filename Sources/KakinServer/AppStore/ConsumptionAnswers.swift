@@ -40,19 +40,23 @@ extension KakinApp {
         if isNew, consented { consumptionWorker.wake() }
     }
 
-    /// Sends every answer due now (the worker's pass; tests call it to wait for the answers). Returns how many
+    /// Sends every answer due now, up to `limit` (the worker's pass; tests call it to wait for the answers).
+    /// Claims one at a time, so a lease never runs out while earlier answers are being sent. Returns how many
     /// were attempted.
     @discardableResult
     public func processDueConsumptionAnswers(limit: Int = consumptionBatchMax) async -> Int {
-        let jobs: [ConsumptionJob]
-        do {
-            jobs = try await store.claimDueConsumptionAnswers(nowMs: retryClock.nowMs(), owner: Self.consumptionLeaseOwner,
-                                                              leaseMs: Self.consumptionLeaseMs, limit: limit)
-        } catch {
-            logger.error("consumption answers unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
-            return 0
-        }
-        for job in jobs {
+        var attempted = 0
+        while attempted < limit {
+            let job: ConsumptionJob
+            do {
+                guard let next = try await store.claimDueConsumptionAnswers(nowMs: retryClock.nowMs(), owner: Self.consumptionLeaseOwner,
+                                                                            leaseMs: Self.consumptionLeaseMs, limit: 1).first else { break }
+                job = next
+            } catch {
+                logger.error("consumption answers unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
+                break
+            }
+            attempted += 1
             do {
                 try await answer(job)
             } catch {
@@ -62,7 +66,7 @@ extension KakinApp {
                 ])
             }
         }
-        return jobs.count
+        return attempted
     }
 
     func answer(_ claimed: ConsumptionJob) async throws(KakinError) {
