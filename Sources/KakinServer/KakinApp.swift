@@ -12,6 +12,8 @@ public final class KakinApp: Sendable {
         public var wallet: WalletPolicy
         public var transferPolicy: TransferPolicy
         public var auth: Configuration.Auth?
+        /// Trusted roots for app receipts' signatures; nil: receipts are read without a signature check.
+        public var appReceiptRootsDER: [[UInt8]]? = nil
 
         public init(apps: [Configuration.App], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     auth: Configuration.Auth? = nil) {
@@ -29,6 +31,8 @@ public final class KakinApp: Sendable {
     public let metrics = Metrics()
     /// Applies stored notifications in the background.
     public let notificationWorker = BackgroundLoop(pollIntervalMs: 1000)
+    /// Sends answers to CONSUMPTION_REQUESTs (woken when one is scheduled, polling for retries).
+    public let consumptionWorker = BackgroundLoop(pollIntervalMs: 15_000)
     /// Schedules processing retries in real time, whatever clock the business logic runs on.
     let retryClock: any Clock = SystemClock()
     /// Set once the App Store Server API is configured (local mode: when the simulator's port is known).

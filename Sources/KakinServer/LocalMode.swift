@@ -37,6 +37,8 @@ final class LocalMode: Sendable {
                                         "promo.6m.free": OfferRule(offerId: "promo.6m.free", eligibility: .lapsed, maxRedemptions: 1),
                                         "promo.3m.half": OfferRule(offerId: "promo.3m.half", eligibility: .current),
                                     ])]
+        // The simulated customers "consented": local mode shows how refund requests are answered.
+        c.apps[0].consumptionInformation = ConsumptionInformationPolicy(customerConsented: true)
         return c
     }
 
@@ -80,6 +82,9 @@ final class LocalMode: Sendable {
 
     func runtimeOptions() -> KakinRuntime.Options {
         let simulator = simulator
+        var configuration = configuration
+        // App receipts the simulator writes are checked against its CA, like its signed transactions.
+        configuration.appReceiptRootsDER = configuration.appReceiptRootsDER ?? [simulator.rootCertificateDER]
         return KakinRuntime.Options(
             configuration: configuration, defaultRootsDER: [simulator.rootCertificateDER], clock: simulator.clock, logger: logger,
             extraRoutes: { router in

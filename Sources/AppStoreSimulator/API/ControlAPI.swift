@@ -93,6 +93,7 @@ extension AppStoreSimulator {
             guard m == "POST" else { return Self.methodNotAllowed(request) }
             return try registerKey(request)
         }
+        if let response = try receiptAndConsumptionRoute(request, s) { return response }
         throw KakinError(.routeNotFound)
     }
 

@@ -37,18 +37,26 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case appStoreAPINotConfigured
     case transactionNotFound
     case appStoreAPIUnavailable
-    case receiptNotSupported
+    case invalidReceipt
+    case untrustedReceipt
+    case receiptWithoutPurchases
+    case receiptForAnotherApp
     // 4xxx: wallet and ledger
     case insufficientBalance
     case idempotencyKeyRequired
     case idempotencyKeyReused
     case invalidAmount
-    // 5xxx: offers
+    // 5xxx: App Store operations: offers (5001…5049), renewal-date extensions (5050…)
     case offerNotEligible
     case offerRedemptionLimitReached
     case offerAlreadyPending
     case unknownOffer
     case offerSigningNotConfigured
+    case extensionNotAllowed
+    case extensionLimitReached
+    case invalidExtension
+    case extensionRequestNotFound
+    case unknownApp
     // 6xxx: App Store simulator
     case simulatorUnknownProduct
     case simulatorNotEligible
@@ -107,7 +115,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "KKN-3005"
         case .transactionNotFound: return "KKN-3006"
         case .appStoreAPIUnavailable: return "KKN-3007"
-        case .receiptNotSupported: return "KKN-3008"
+        case .invalidReceipt: return "KKN-3010"
+        case .untrustedReceipt: return "KKN-3011"
+        case .receiptWithoutPurchases: return "KKN-3012"
+        case .receiptForAnotherApp: return "KKN-3013"
+        case .extensionNotAllowed: return "KKN-5050"
+        case .extensionLimitReached: return "KKN-5051"
+        case .invalidExtension: return "KKN-5052"
+        case .extensionRequestNotFound: return "KKN-5053"
+        case .unknownApp: return "KKN-5054"
         case .insufficientBalance: return "KKN-4001"
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
@@ -174,7 +190,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "app_store_api_not_configured"
         case .transactionNotFound: return "transaction_not_found"
         case .appStoreAPIUnavailable: return "app_store_api_unavailable"
-        case .receiptNotSupported: return "receipt_not_supported"
+        case .invalidReceipt: return "invalid_receipt"
+        case .untrustedReceipt: return "untrusted_receipt"
+        case .receiptWithoutPurchases: return "receipt_without_purchases"
+        case .receiptForAnotherApp: return "wrong_bundle_id"
+        case .extensionNotAllowed: return "extension_not_allowed"
+        case .extensionLimitReached: return "extension_limit_reached"
+        case .invalidExtension: return "invalid_request"
+        case .extensionRequestNotFound: return "not_found"
+        case .unknownApp: return "unknown_app"
         case .insufficientBalance: return "insufficient_balance"
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
@@ -206,7 +230,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     public var httpStatus: Int {
         switch self {
         case .internalError: return 500
-        case .malformedJSON, .invalidField, .invalidCustomerID, .invalidCursor, .idempotencyKeyRequired, .invalidAmount:
+        case .malformedJSON, .invalidField, .invalidCustomerID, .invalidCursor, .idempotencyKeyRequired, .invalidAmount,
+            .invalidReceipt, .invalidExtension:
             return 400
         case .unsupportedMediaType: return 415
         case .bodyTooLarge: return 413
@@ -220,10 +245,11 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .forbidden, .belongsToAnotherCustomer, .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return 403
         case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
             .wrongAppAppleID, .wrongEnvironment, .unknownProduct, .transactionRevoked,
-            .idempotencyKeyReused, .receiptNotSupported, .unknownOffer:
+            .idempotencyKeyReused, .untrustedReceipt, .receiptWithoutPurchases, .receiptForAnotherApp, .unknownOffer:
             return 422
         case .appStoreAPINotConfigured, .offerSigningNotConfigured: return 501
-        case .transactionNotFound: return 404
+        case .transactionNotFound, .extensionRequestNotFound, .unknownApp: return 404
+        case .extensionNotAllowed, .extensionLimitReached: return 409
         case .alreadyProcessed, .insufficientBalance: return 409
         case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction, .simulatorInvalidOfferSignature,
             .simulatorOfferSignatureExpired, .simulatorOfferNonceReused, .simulatorInvalidOfferIdentifier,
@@ -273,7 +299,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "The App Store Server API is not configured on this server."
         case .transactionNotFound: return "The App Store does not know this transaction."
         case .appStoreAPIUnavailable: return "The App Store Server API could not be reached; retry later."
-        case .receiptNotSupported: return "App receipts are not accepted by this server yet."
+        case .invalidReceipt: return "The app receipt is not a readable App Store receipt (base64 PKCS#7); it may be truncated."
+        case .untrustedReceipt: return "The app receipt's signature does not verify against a trusted root."
+        case .receiptWithoutPurchases: return "The app receipt lists no in-app purchase to apply."
+        case .receiptForAnotherApp: return "The app receipt belongs to another app (bundle ID)."
+        case .extensionNotAllowed: return "The App Store does not extend this subscription now (free offer period, billing retry or grace period, expired, revoked, or family-shared)."
+        case .extensionLimitReached: return "This subscription was already extended twice in the last 365 days."
+        case .invalidExtension: return "An extension needs days from 1 to 90 and a reason: undeclared, customerSatisfaction, other or serviceIssueOrOutage."
+        case .extensionRequestNotFound: return "The App Store knows no renewal-date extension request with this ID for this product."
+        case .unknownApp: return "This server has no app with that bundle ID."
         case .insufficientBalance: return "Not enough coins; nothing was spent."
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."

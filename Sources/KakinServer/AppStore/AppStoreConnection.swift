@@ -120,15 +120,23 @@ extension KakinApp {
             let customerId = try customerID(params)
             try authenticator.authorize(request, customerId: customerId, needs: .customer)
             var transactionId: String?
+            var receipt: AppReceipt?
             if !request.body.isEmpty {
                 let body = try request.jsonObject()
                 transactionId = try field { () throws(ConfigurationError) in
                     try body.check(allowedKeys: ["transactionId", "appReceipt"])
                     return try body.boundedString("transactionId", lengthMax: 64, required: false)
                 }
-                if body.has("appReceipt") { throw KakinError(.receiptNotSupported) }
+                if body.has("appReceipt") {
+                    guard transactionId == nil else { throw KakinError(.invalidField, "Give transactionId or appReceipt, not both.") }
+                    receipt = try appReceipt(body)
+                }
             }
-            try await restore(customerId: customerId, transactionId: transactionId)
+            if let receipt {
+                try await restore(customerId: customerId, receipt: receipt)
+            } else {
+                try await restore(customerId: customerId, transactionId: transactionId)
+            }
             return .json(try await customerStatusJSON(customerId), status: 200)
         }
     }

@@ -68,6 +68,7 @@ public final class KakinRuntime: Sendable {
             throw error
         }
         app.notificationWorker.start { [app] in await app.processDueNotifications() }
+        app.consumptionWorker.start { [app] in await app.processDueConsumptionAnswers() }
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
         if config.appStoreServerAPI != nil {
             recovery.start { [app] in await app.recoverMissedNotificationsLogged() }
@@ -87,8 +88,9 @@ public final class KakinRuntime: Sendable {
                 trustedRoots: roots,
                 apps: config.apps.map { AppIdentity(bundleId: $0.bundleId, appAppleId: $0.appAppleId, environments: $0.environments) },
                 clock: { [clock = options.clock] in clock.nowMs() })
-            let app = KakinApp(store: store, verifier: verifier,
-                               settings: .init(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth),
+            var settings = KakinApp.Settings(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth)
+            settings.appReceiptRootsDER = config.appReceiptRootsDER
+            let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
             if let signing = config.offerSigning { try app.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId) }
             if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
@@ -113,6 +115,7 @@ public final class KakinRuntime: Sendable {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
         await recovery.stop()
         await app.notificationWorker.stop()
+        await app.consumptionWorker.stop()
         await database.close()
     }
 }

@@ -81,6 +81,9 @@ extension KakinApp {
         } else {
             try await store.storeUnclaimedTransaction(tx, jws: transactionJWS)
         }
+        if n.notificationType == .consumptionRequest {
+            try await scheduleConsumptionAnswer(n, transaction: tx, customerId: claimedBy ?? customerId)
+        }
         try await store.markNotification(stored.notificationUUID, state: .applied, customerId: claimedBy ?? customerId,
                                          originalTransactionId: tx.originalTransactionId)
         metrics.increment(.notificationsApplied)

@@ -20,6 +20,9 @@ extension KakinApp {
         r.add("POST", "/v1/notifications/appstore") { [unowned self] req, p in await self.postNotification(req, p) }
         r.add("POST", "/v1/admin/notifications/recover") { [unowned self] req, p in await self.postRecoverNotifications(req, p) }
         r.add("GET", "/v1/admin/ledger/check") { [unowned self] req, p in await self.getLedgerCheck(req, p) }
+        r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend") { [unowned self] req, p in await self.postExtendSubscription(req, p) }
+        r.add("POST", "/v1/admin/apps/{bundleId}/extend-all") { [unowned self] req, p in await self.postExtendAll(req, p) }
+        r.add("GET", "/v1/admin/apps/{bundleId}/extend-all/{productId}/{requestIdentifier}") { [unowned self] req, p in await self.getExtendAllStatus(req, p) }
     }
 
     func getHealth(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {

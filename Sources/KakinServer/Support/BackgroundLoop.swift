@@ -80,8 +80,10 @@ public final class BackgroundLoop: Sendable {
     }
 
     private func sleep() async {
+        // A timer cancelled because something else woke the loop must not wake it again: that would
+        // start the next pass at once, whose timer is cancelled in turn — a busy loop on an idle server.
         let timer = Task { [self] in
-            try? await Task.sleep(for: .milliseconds(pollIntervalMs))
+            guard (try? await Task.sleep(for: .milliseconds(pollIntervalMs))) != nil else { return }
             wake()
         }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in

@@ -12,6 +12,8 @@ public final class Metrics: Sendable {
         case notificationsApplied = "kakin_notifications_applied_total"
         case notificationsFailed = "kakin_notifications_failed_total"
         case offersSigned = "kakin_offers_signed_total"
+        case consumptionAnswersSent = "kakin_consumption_answers_sent_total"
+        case consumptionAnswersNotSent = "kakin_consumption_answers_not_sent_total"
 
         var help: String {
             switch self {
@@ -23,6 +25,8 @@ public final class Metrics: Sendable {
             case .notificationsApplied: return "App Store notifications applied."
             case .notificationsFailed: return "Notification processing attempts that failed (and will be retried)."
             case .offersSigned: return "Offer signatures and eligibility JWS handed out (refusals are in kakin_errors_total)."
+            case .consumptionAnswersSent: return "Answers to CONSUMPTION_REQUEST the App Store accepted."
+            case .consumptionAnswersNotSent: return "Answers to CONSUMPTION_REQUEST given up (12 hours passed, or refused by the App Store)."
             }
         }
     }

@@ -126,5 +126,6 @@ enum Schema {
                 updated_ms INTEGER NOT NULL
             );
             """),
+        consumptionRequestsMigration,
     ]
 }
