@@ -9,7 +9,7 @@ protocol FuzzTarget {
 }
 
 enum Targets {
-    static let names = ["json", "jws", "jwt", "storekit", "config", "period", "http"]
+    static let names = ["json", "jws", "jwt", "storekit", "config", "period", "http", "receipt"]
 
     static func make(_ name: String) -> (any FuzzTarget)? {
         switch name {
@@ -20,6 +20,7 @@ enum Targets {
         case "config": ConfigTarget()
         case "period": PeriodTarget()
         case "http": HTTPTarget()
+        case "receipt": ReceiptTarget()
         default: nil
         }
     }
