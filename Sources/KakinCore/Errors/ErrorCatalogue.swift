@@ -48,6 +48,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case simulatorInvalidAction
     // 7xxx: configuration and command line
     case invalidConfiguration
+    // 9xxx: the support desk and operations
+    case adminKeyRefused
+    case formTokenInvalid
+    case notificationNotFound
+    case requestNotFound
+    case orderNotFound
+    case invalidReportDate
+    case customerNotFound
+    case backupFailed
 
     public var id: String {
         switch self {
@@ -91,6 +100,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorUnknownTransaction: return "KKN-6004"
         case .simulatorInvalidAction: return "KKN-6005"
         case .invalidConfiguration: return "KKN-7001"
+        case .adminKeyRefused: return "KKN-9001"
+        case .formTokenInvalid: return "KKN-9002"
+        case .notificationNotFound: return "KKN-9003"
+        case .requestNotFound: return "KKN-9004"
+        case .orderNotFound: return "KKN-9005"
+        case .invalidReportDate: return "KKN-9006"
+        case .customerNotFound: return "KKN-9007"
+        case .backupFailed: return "KKN-9008"
         }
     }
 
@@ -137,6 +154,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorUnknownTransaction: return "unknown_transaction"
         case .simulatorInvalidAction: return "invalid_action"
         case .invalidConfiguration: return "invalid_configuration"
+        case .adminKeyRefused: return "admin_key_refused"
+        case .formTokenInvalid: return "form_token_invalid"
+        case .notificationNotFound: return "notification_not_found"
+        case .requestNotFound: return "request_not_found"
+        case .orderNotFound: return "order_not_found"
+        case .invalidReportDate: return "invalid_report_date"
+        case .customerNotFound: return "customer_not_found"
+        case .backupFailed: return "backup_failed"
         }
     }
 
@@ -163,6 +188,11 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction: return 422
         case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
         case .invalidConfiguration: return 2
+        case .adminKeyRefused: return 401
+        case .formTokenInvalid: return 403
+        case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound: return 404
+        case .invalidReportDate: return 400
+        case .backupFailed: return 500
         }
     }
 
@@ -209,6 +239,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorUnknownTransaction: return "The simulator has no such transaction."
         case .simulatorInvalidAction: return "The simulator cannot apply this action in the subscription's current state."
         case .invalidConfiguration: return "The configuration is invalid."
+        case .adminKeyRefused: return "That key is not an admin API key of this server."
+        case .formTokenInvalid: return "The form is stale or did not come from this site; reload the page and try again."
+        case .notificationNotFound: return "No stored notification has this notificationUUID."
+        case .requestNotFound: return "No recent error has this request ID (errors are kept 30 days, at most 100,000)."
+        case .orderNotFound: return "The App Store knows no purchase with this order ID."
+        case .invalidReportDate: return "asOf must be a calendar date written YYYY-MM-DD."
+        case .customerNotFound: return "No customer has this ID."
+        case .backupFailed: return "The backup could not be written; the database is unchanged."
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KakinAdmin
 import KakinCore
 import KakinStorage
 
@@ -25,12 +26,16 @@ public struct Configuration: Sendable {
         public var appAppleId: Int64?
         public var environments: Set<AppStoreEnvironment>
         public var catalog: Catalog
+        /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
+        public var reportingTimeZone: String
 
-        public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog) {
+        public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
+                    reportingTimeZone: String = ReportingDay.defaultTimeZone) {
             self.bundleId = bundleId
             self.appAppleId = appAppleId
             self.environments = environments
             self.catalog = catalog
+            self.reportingTimeZone = reportingTimeZone
         }
     }
 
@@ -178,7 +183,7 @@ public struct Configuration: Sendable {
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products"])
+        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "reportingTimeZone"])
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -209,7 +214,11 @@ public struct Configuration: Sendable {
             for p in overrides.sortedProducts { catalog.upsert(catalog[p.productId].map { p.inheriting(from: $0) } ?? p) }
         }
         guard !catalog.products.isEmpty else { throw ConfigurationError(a.sub("products"), "the app needs a storekitFile or products") }
-        return App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog)
+        let zone = try a.string("reportingTimeZone") ?? ReportingDay.defaultTimeZone
+        guard ReportingDay.isKnownTimeZone(zone) else {
+            throw ConfigurationError(a.sub("reportingTimeZone"), "must be an IANA time zone name such as Asia/Tokyo")
+        }
+        return App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, reportingTimeZone: zone)
     }
 
     static func resolve(_ path: String, relativeTo base: String?) -> String {
