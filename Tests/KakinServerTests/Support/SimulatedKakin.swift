@@ -17,7 +17,7 @@ final class SimulatedKakin: Sendable {
 
     static let start2026 = Timestamp.parseRFC3339("2026-01-01T00:00:00Z")!
 
-    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil,
+    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, auth: Configuration.Auth? = nil,
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -26,6 +26,7 @@ final class SimulatedKakin: Sendable {
         config.database = .sqlite(path: dir.appendingPathComponent("kakin.db").path)
         config.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
                                          catalog: catalog)]
+        config.auth = auth
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
         let local = try LocalMode(configuration: config, simulatorConfiguration: simConfig, simulatorStartMs: start2026,
