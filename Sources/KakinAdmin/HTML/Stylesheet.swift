@@ -24,7 +24,7 @@ enum Stylesheet {
         h2 { font-size: 17px; margin: 0 0 10px; }
         h3 { font-size: 15px; margin: 14px 0 8px; }
         section.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px; margin: 0 0 16px; }
-        .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 16px; }
+        .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 16px; margin: 0 0 16px; }
         .grid > section.card { margin: 0; }
         dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 14px; margin: 0; }
         dl.facts dt { color: var(--muted); }
@@ -35,6 +35,7 @@ enum Stylesheet {
         th { color: var(--muted); font-weight: 600; white-space: nowrap; }
         td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
         td.when { white-space: nowrap; color: var(--muted); font-size: 13px; }
+        td.small { overflow-wrap: anywhere; min-width: 16em; }
         code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; }
         pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f0f2f6; padding: 8px; border-radius: 6px; margin: 6px 0; }
         details > summary { cursor: pointer; color: var(--accent); font-size: 13px; }

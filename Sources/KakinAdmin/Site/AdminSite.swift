@@ -176,7 +176,7 @@ extension SupportDesk {
             guard !reason.isEmpty, reason.utf8.count <= 255 else { throw KakinError(.invalidField, "The reason must be 1 to 255 characters.") }
             guard let key = form["key"], !key.isEmpty, key.utf8.count <= 255 else { throw KakinError(.idempotencyKeyRequired) }
             _ = try await store.supportGrant(customerId: customerId, idempotencyKey: key, amount: amount, reason: reason, actor: session.actor)
-            return Layout.redirect(Self.with(Link.customer(customerId, anchor: "wallet"), done: "granted"))
+            return Layout.redirect(Self.with(Link.customer(customerId), done: "granted"))
         }
     }
 
@@ -185,7 +185,7 @@ extension SupportDesk {
             guard CustomerID.isValid(customerId), try await store.customer(customerId) != nil else { throw KakinError(.customerNotFound) }
             try await services.restore(customerId)
             try await store.recordSupportAction(customerId: customerId, kind: "admin.restore", reference: nil, detail: ["by": .string(session.actor)])
-            return Layout.redirect(Self.with(Link.customer(customerId, anchor: "actions"), done: "restored"))
+            return Layout.redirect(Self.with(Link.customer(customerId), done: "restored"))
         }
     }
 

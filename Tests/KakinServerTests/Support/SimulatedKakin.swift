@@ -38,10 +38,10 @@ final class SimulatedKakin: Sendable {
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
     }
 
-    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil,
+    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, auth: Configuration.Auth? = nil,
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
-        try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, deliveries: deliveries),
+        try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, auth: auth, deliveries: deliveries),
                         stop: { await $0.stop() }, body)
     }
 
