@@ -71,6 +71,32 @@ import Testing
         }
     }
 
+    @Test func restoreAndReApplyFromTheCustomerPageAreRecordedWithWhoDidThem() async throws {
+        try await SimulatedKakin.with { k in
+            let bought = try await k.buy("u1", "coins.100")
+            let admin = AdminClient(k.app)
+            let page = await admin.get("/admin/customers/u1")
+            #expect(!page.text.contains("Sign out"))   // local mode: no sign-in
+            let restored = await admin.post("/admin/customers/u1/restore", [], from: page)
+            #expect(restored.status == 303)
+            #expect(restored.location == "/admin/customers/u1?done=restored")
+            let forged = await admin.send("POST", "/admin/customers/u1/restore", form: [("csrf", "not-the-token")])
+            #expect(forged.status == 403)
+
+            let notifications = await admin.get("/v1/admin/notifications?state=applied").json["notifications"]?.arrayValue ?? []
+            let uuid = try #require(notifications.first { $0["transactionId"] == bought["transactionId"] }?["notificationUUID"]?.stringValue)
+            let replayed = await admin.post("/admin/notifications/\(uuid)/replay", [("back", "/admin/customers/u1")], from: page)
+            #expect(replayed.location == "/admin/customers/u1?done=replayed")
+            let evil = await admin.post("/admin/notifications/\(uuid)/replay", [("back", "https://evil.example/")], from: page)
+            #expect(evil.location?.hasPrefix("/admin/notifications?state=") == true)
+            #expect(try await k.app.store.wallet("u1") == WalletBalance(paid: 100, free: 0))   // re-applying changes nothing
+
+            let events = await admin.get("/v1/admin/customers/u1/events?limit=100").json["events"]?.arrayValue ?? []
+            #expect(events.contains { $0["kind"] == "admin.restore" && $0["detail"]?["by"] == "local" })
+            #expect(events.filter { $0["kind"] == "admin.notificationReplayed" && $0["detail"]?["by"] == "local" }.count == 2)
+        }
+    }
+
     @Test func theTimelinePagesThroughEventsThatShareOneInstant() async throws {
         try await SimulatedKakin.with { k in
             for _ in 0..<4 { try await k.buy("u1", "coins.100") }   // the simulated clock stands still: same millisecond
@@ -227,6 +253,25 @@ import Testing
             await copy.close()
             #expect(await BackupCommand.run(arguments: ["--to", target, "--database", "postgresql://kakin@localhost/kakin"]) == 2)
             #expect(await BackupCommand.run(arguments: ["--to", target + "2", "--database", "sqlite:/nonexistent/kakin.db"]) == 1)
+        }
+    }
+}
+
+/// The Grafana dashboard charts series `/metrics` really has.
+@Suite struct MetricsLayout {
+    @Test func everySeriesTheDashboardChartsIsExposed() async throws {
+        try await SimulatedKakin.with { k in
+            try await k.buy("u1", "coins.100")
+            _ = await AdminClient(k.app).get("/admin/search?q=1234567890")   // an App Store lookup
+            _ = await AdminClient(k.app).get("/v1/customers/no!such!id")      // an error
+            let metrics = await AdminClient(k.app).get("/metrics").text
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            let dashboard = try String(contentsOf: root.appendingPathComponent("docs/grafana-dashboard.json"), encoding: .utf8)
+            let names = Set(dashboard.matches(of: /kakin_[a-z_]+/).map { String($0.output) })
+            #expect(names.count >= 15)
+            for name in names.sorted() {
+                #expect(metrics.contains("\n\(name){") || metrics.contains("\n\(name) "), "\(name) is charted but not exposed")
+            }
         }
     }
 }
