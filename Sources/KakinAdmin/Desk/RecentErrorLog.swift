@@ -31,8 +31,6 @@ public final class RecentErrorLog: Sendable {
     /// Errors dropped because the buffer was full (the database was slower than the errors).
     public var droppedCount: Int64 { state.withLock { $0.dropped } }
 
-    public var pendingCount: Int { state.withLock { $0.buffer.count } }
-
     /// A fresh row key: 16 random base-36 characters (request IDs alone are unique per process only).
     public static func newKey() -> String {
         let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)

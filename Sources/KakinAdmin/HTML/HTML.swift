@@ -15,9 +15,6 @@ public struct HTML: Sendable, Hashable, ExpressibleByStringInterpolation {
 
     public init(stringInterpolation: Interpolation) { rendered = stringInterpolation.out }
 
-    /// Escaped text.
-    public static func text(_ s: String) -> HTML { HTML(rendered: escape(s)) }
-
     public static func + (a: HTML, b: HTML) -> HTML { HTML(rendered: a.rendered + b.rendered) }
 
     public var bytes: [UInt8] { Array(rendered.utf8) }

@@ -103,8 +103,6 @@ public final class Metrics: Sendable {
 
     func countVerificationFailure(_ code: VerificationCode) { values.withLock { $0.verificationFailures[code, default: 0] += 1 } }
 
-    public func prometheusText() -> String { prometheusText(Sampled()) }
-
     func prometheusText(_ sampled: Sampled) -> String {
         let v = values.withLock { $0 }
         var out = ""
