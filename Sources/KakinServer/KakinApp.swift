@@ -43,6 +43,8 @@ public final class KakinApp: Sendable {
     let recentErrorFlusher = BackgroundLoop(pollIntervalMs: 1000)
     /// Set once the App Store Server API is configured (local mode: when the simulator's port is known).
     let appStoreAPI = Mutex<AppStoreConnection?>(nil)
+    /// The key offers are signed with (`offerSigning`, else the App Store Server API's), once known.
+    let offerSigner = Mutex<OfferSigner?>(nil)
     let settings: Settings
     let appsByBundle: [String: Configuration.App]
     /// Every group of every app's catalog, for eligibility answers.

@@ -23,8 +23,13 @@ final class LocalMode: Sendable {
 
     static func configuration() -> Configuration {
         var c = Configuration()
+        // Offer rules to try: a win-back offer for lapsed subscribers (once), a discount for current ones; the
+        // demo's other promotional offers follow the default (anyone who has or had a subscription in the group).
         c.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
-                                    catalog: .demo)]
+                                    catalog: .demo, offerRules: [
+                                        "promo.6m.free": OfferRule(offerId: "promo.6m.free", eligibility: .lapsed, maxRedemptions: 1),
+                                        "promo.3m.half": OfferRule(offerId: "promo.3m.half", eligibility: .current),
+                                    ])]
         return c
     }
 

@@ -16,10 +16,10 @@ import Testing
 
     @Test func aNotificationForAProductMissingFromTheConfigDiesAfterItsRetriesAndAppliesWhenReplayedAfterTheFix() async throws {
         let retryClock = ManualClock(0)
-        let first = try await TestKakin.start(catalog: Self.catalogWithout) { options in
+        let first = try await TestKakin.start(catalog: Self.catalogWithout, configureRuntime: { options in
             options.notificationRetryClock = retryClock
             options.notificationAttemptsMax = 3
-        }
+        })
         let uuid = "0d7c1f2e-aaaa-4bbb-8ccc-000000000001"
         // The test runs the inbox itself, one pass at a time, so every attempt is counted exactly.
         await first.runtime.app.notificationWorker.stop()
@@ -68,9 +68,9 @@ import Testing
 
         // The operator adds coins.1000 to the config and restarts; the replay applies it.
         let fixed = try await TestKakin.start(catalog: Self.catalogWith, directory: first.directory, manualClock: first.clock,
-                                              appStore: first.appStore) { options in
+                                              appStore: first.appStore, configureRuntime: { options in
             options.notificationRetryClock = retryClock
-        }
+        })
         try await using(fixed, stop: { await $0.stop() }) { k in
             let replayed = try await k.request("POST", "/v1/admin/notifications/\(uuid)/replay")
             #expect(replayed.status == 200)

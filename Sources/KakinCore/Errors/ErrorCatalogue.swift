@@ -40,12 +40,24 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case idempotencyKeyRequired
     case idempotencyKeyReused
     case invalidAmount
+    // 5xxx: offers
+    case offerNotEligible
+    case offerRedemptionLimitReached
+    case offerAlreadyPending
+    case unknownOffer
+    case offerSigningNotConfigured
     // 6xxx: App Store simulator
     case simulatorUnknownProduct
     case simulatorNotEligible
     case simulatorUnknownSubscription
     case simulatorUnknownTransaction
     case simulatorInvalidAction
+    case simulatorInvalidOfferSignature
+    case simulatorOfferSignatureExpired
+    case simulatorOfferNonceReused
+    case simulatorInvalidOfferIdentifier
+    case simulatorMissingOfferParameters
+    case simulatorInvalidEligibilitySignature
     // 7xxx: configuration and command line
     case invalidConfiguration
     // 9xxx: the support desk and operations
@@ -94,11 +106,22 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
         case .invalidAmount: return "KKN-4004"
+        case .offerNotEligible: return "KKN-5001"
+        case .offerRedemptionLimitReached: return "KKN-5002"
+        case .offerAlreadyPending: return "KKN-5003"
+        case .unknownOffer: return "KKN-5004"
+        case .offerSigningNotConfigured: return "KKN-5005"
         case .simulatorUnknownProduct: return "KKN-6001"
         case .simulatorNotEligible: return "KKN-6002"
         case .simulatorUnknownSubscription: return "KKN-6003"
         case .simulatorUnknownTransaction: return "KKN-6004"
         case .simulatorInvalidAction: return "KKN-6005"
+        case .simulatorInvalidOfferSignature: return "KKN-6010"
+        case .simulatorOfferSignatureExpired: return "KKN-6011"
+        case .simulatorOfferNonceReused: return "KKN-6012"
+        case .simulatorInvalidOfferIdentifier: return "KKN-6013"
+        case .simulatorMissingOfferParameters: return "KKN-6014"
+        case .simulatorInvalidEligibilitySignature: return "KKN-6015"
         case .invalidConfiguration: return "KKN-7001"
         case .adminKeyRefused: return "KKN-9001"
         case .formTokenInvalid: return "KKN-9002"
@@ -148,11 +171,19 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
         case .invalidAmount: return "invalid_amount"
+        case .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return "offer_not_eligible"
+        case .unknownOffer: return "unknown_offer"
+        case .offerSigningNotConfigured: return "offer_signing_not_configured"
         case .simulatorUnknownProduct: return "unknown_product"
         case .simulatorNotEligible: return "not_eligible"
         case .simulatorUnknownSubscription: return "unknown_subscription"
         case .simulatorUnknownTransaction: return "unknown_transaction"
         case .simulatorInvalidAction: return "invalid_action"
+        case .simulatorInvalidOfferSignature, .simulatorOfferSignatureExpired, .simulatorOfferNonceReused,
+            .simulatorInvalidEligibilitySignature:
+            return "invalid_offer_signature"
+        case .simulatorInvalidOfferIdentifier: return "invalid_offer_identifier"
+        case .simulatorMissingOfferParameters: return "missing_offer_parameters"
         case .invalidConfiguration: return "invalid_configuration"
         case .adminKeyRefused: return "admin_key_refused"
         case .formTokenInvalid: return "form_token_invalid"
@@ -177,15 +208,18 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable:
             return 503
         case .unauthorized: return 401
-        case .forbidden, .belongsToAnotherCustomer: return 403
+        case .forbidden, .belongsToAnotherCustomer, .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return 403
         case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
             .wrongAppAppleID, .wrongEnvironment, .unknownProduct, .transactionRevoked,
-            .idempotencyKeyReused, .receiptNotSupported:
+            .idempotencyKeyReused, .receiptNotSupported, .unknownOffer:
             return 422
-        case .appStoreAPINotConfigured: return 501
+        case .appStoreAPINotConfigured, .offerSigningNotConfigured: return 501
         case .transactionNotFound: return 404
         case .alreadyProcessed, .insufficientBalance: return 409
-        case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction: return 422
+        case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction, .simulatorInvalidOfferSignature,
+            .simulatorOfferSignatureExpired, .simulatorOfferNonceReused, .simulatorInvalidOfferIdentifier,
+            .simulatorMissingOfferParameters, .simulatorInvalidEligibilitySignature:
+            return 422
         case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
         case .invalidConfiguration: return 2
         case .adminKeyRefused: return 401
@@ -233,11 +267,22 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."
         case .invalidAmount: return "The amount must be a positive whole number of coins within limits."
+        case .offerNotEligible: return "The app's offer rules do not give this customer this offer."
+        case .offerRedemptionLimitReached: return "The customer already redeemed this offer as many times as the app's offer rules allow."
+        case .offerAlreadyPending: return "The same offer already waits for the subscription's next renewal."
+        case .unknownOffer: return "The product has no promotional offer with this ID in this server's catalog."
+        case .offerSigningNotConfigured: return "No In-App Purchase key is configured to sign offers (offerSigning or appStoreServerAPI)."
         case .simulatorUnknownProduct: return "The simulator's catalog has no such product."
         case .simulatorNotEligible: return "The App Store would refuse this purchase (not eligible for the offer)."
         case .simulatorUnknownSubscription: return "The simulator has no such subscription."
         case .simulatorUnknownTransaction: return "The simulator has no such transaction."
         case .simulatorInvalidAction: return "The simulator cannot apply this action in the subscription's current state."
+        case .simulatorInvalidOfferSignature: return "The offer signature does not verify for this purchase with the app's keys (StoreKit: invalidOfferSignature)."
+        case .simulatorOfferSignatureExpired: return "The offer signature is more than 24 hours away from the App Store's time (StoreKit: invalidOfferSignature)."
+        case .simulatorOfferNonceReused: return "The offer signature's nonce was already used for a purchase (StoreKit: invalidOfferSignature)."
+        case .simulatorInvalidOfferIdentifier: return "The product has no offer with this identifier (StoreKit: invalidOfferIdentifier)."
+        case .simulatorMissingOfferParameters: return "A promotional offer needs a signature (StoreKit: missingOfferParameters)."
+        case .simulatorInvalidEligibilitySignature: return "The introductory offer eligibility JWS does not verify for this purchase (StoreKit: invalidOfferSignature)."
         case .invalidConfiguration: return "The configuration is invalid."
         case .adminKeyRefused: return "That key is not an admin API key of this server."
         case .formTokenInvalid: return "The form is stale or did not come from this site; reload the page and try again."

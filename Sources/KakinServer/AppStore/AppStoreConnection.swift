@@ -101,6 +101,7 @@ extension KakinApp {
     public func connectAppStoreServerAPI(_ api: Configuration.AppStoreServerAPI) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
                                                 transport: CountingTransport(inner: URLSessionTransport(), metrics: metrics))
+        try useAPIKeyForOffers(api)
         appStoreAPI.withLock { $0 = connection }
     }
 

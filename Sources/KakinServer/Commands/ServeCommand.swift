@@ -98,6 +98,7 @@ public final class KakinRuntime: Sendable {
                                                notificationAttemptsMax: options.notificationAttemptsMax),
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
                                extraRoutes: options.extraRoutes)
+            if let signing = config.offerSigning { try app.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId) }
             if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
             return (app, database)
         } catch {

@@ -10,6 +10,8 @@ extension KakinApp {
         r.add("GET", "/v1/customers/{customerId}") { [unowned self] req, p in await self.getCustomer(req, p) }
         r.add("POST", "/v1/customers/{customerId}/transactions") { [unowned self] req, p in await self.postTransaction(req, p) }
         r.add("POST", "/v1/customers/{customerId}/restore") { [unowned self] req, p in await self.postRestore(req, p) }
+        r.add("POST", "/v1/customers/{customerId}/offers/signatures") { [unowned self] req, p in await self.postOfferSignature(req, p) }
+        r.add("POST", "/v1/customers/{customerId}/offers/introductory-eligibility") { [unowned self] req, p in await self.postIntroductoryEligibility(req, p) }
         r.add("GET", "/v1/customers/{customerId}/wallet") { [unowned self] req, p in await self.getWallet(req, p) }
         r.add("POST", "/v1/customers/{customerId}/wallet/spend") { [unowned self] req, p in await self.postSpend(req, p) }
         r.add("POST", "/v1/customers/{customerId}/wallet/grants") { [unowned self] req, p in await self.postGrant(req, p) }

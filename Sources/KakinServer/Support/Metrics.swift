@@ -26,6 +26,7 @@ public final class Metrics: Sendable {
         case notificationsApplied = "kakin_notifications_applied_total"
         case notificationsFailed = "kakin_notifications_failed_total"
         case notificationsDead = "kakin_notifications_dead_total"
+        case offersSigned = "kakin_offers_signed_total"
 
         var help: String {
             switch self {
@@ -37,6 +38,7 @@ public final class Metrics: Sendable {
             case .notificationsApplied: return "App Store notifications applied."
             case .notificationsFailed: return "Notification processing attempts that failed."
             case .notificationsDead: return "Notifications given up on (moved to dead) by this process."
+            case .offersSigned: return "Offer signatures and eligibility JWS handed out (refusals are in kakin_errors_total)."
             }
         }
     }

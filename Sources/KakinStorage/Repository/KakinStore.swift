@@ -5,7 +5,8 @@ import KakinCore
 /// balance it moves commit together or not at all.
 public final class KakinStore: Sendable {
     public let database: any SQLDatabase
-    let ids: any IDGenerator
+    /// Where ids and tokens come from (also the nonces of signed offers).
+    public let ids: any IDGenerator
     let clock: any Clock
 
     public init(database: any SQLDatabase, ids: any IDGenerator, clock: any Clock) {

@@ -17,7 +17,8 @@ final class SimulatedKakin: Sendable {
 
     static let start2026 = Timestamp.parseRFC3339("2026-01-01T00:00:00Z")!
 
-    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, auth: Configuration.Auth? = nil,
+    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
+                      auth: Configuration.Auth? = nil,
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -25,7 +26,7 @@ final class SimulatedKakin: Sendable {
         config.port = 0
         config.database = .sqlite(path: dir.appendingPathComponent("kakin.db").path)
         config.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
-                                         catalog: catalog)]
+                                         catalog: catalog, offerRules: Dictionary(offerRules.map { ($0.offerId, $0) }, uniquingKeysWith: { $1 }))]
         config.auth = auth
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
@@ -38,10 +39,11 @@ final class SimulatedKakin: Sendable {
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
     }
 
-    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, auth: Configuration.Auth? = nil,
-                     deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
+    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
+                     auth: Configuration.Auth? = nil, deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
-        try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, auth: auth, deliveries: deliveries),
+        try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, offerRules: offerRules, auth: auth,
+                                        deliveries: deliveries),
                         stop: { await $0.stop() }, body)
     }
 

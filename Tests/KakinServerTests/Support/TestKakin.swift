@@ -82,12 +82,12 @@ final class TestKakin: Sendable {
 
     /// - Parameters:
     ///   - directory, clock, appStore: reuse another run's database, clock and signing CA (a restart).
-    ///   - configure: last changes to the runtime's options (retry clock, attempts…).
+    ///   - configure, configureRuntime: last changes to the configuration, and to the runtime's options (retry clock, attempts…).
     static func start(wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                       bodyBytesMax: Int = 1 << 20, auth: Configuration.Auth? = nil, clock serverClock: (any Clock)? = nil,
                       catalog: Catalog = TestKakin.catalog, directory: URL? = nil, manualClock: ManualClock? = nil,
-                      appStore reusedStore: TestAppStore? = nil,
-                      configure: (inout KakinRuntime.Options) -> Void = { _ in }) async throws -> TestKakin {
+                      appStore reusedStore: TestAppStore? = nil, configure: (inout Configuration) -> Void = { _ in },
+                      configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in }) async throws -> TestKakin {
         let dir = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("kakin-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let clock = manualClock ?? ManualClock()
@@ -100,9 +100,10 @@ final class TestKakin: Sendable {
         config.wallet = wallet
         config.transferPolicy = transferPolicy
         config.auth = auth
+        configure(&config)
         var options = KakinRuntime.Options(configuration: config, clock: serverClock ?? clock, logger: Logger(minimum: .error))
         options.http.bodyBytesMax = bodyBytesMax
-        configure(&options)
+        configureRuntime(&options)
         let runtime = try await KakinRuntime.start(options)
         return TestKakin(runtime: runtime, directory: dir, clock: clock, appStore: appStore)
     }
