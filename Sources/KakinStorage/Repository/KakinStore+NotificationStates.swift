@@ -80,11 +80,6 @@ extension KakinStore {
         notification_uuid, notification_type, subtype, signed_date_ms, environment, bundle_id, received_at_ms, source, jws,
         state, attempts, next_attempt_ms, last_error, applied_at_ms, original_transaction_id, customer_id
         """
-    /// The same with an empty `jws`, for lists that don't show payloads.
-    static let notificationColumnsWithoutJWS = """
-        notification_uuid, notification_type, subtype, signed_date_ms, environment, bundle_id, received_at_ms, source, '' AS jws,
-        state, attempts, next_attempt_ms, last_error, applied_at_ms, original_transaction_id, customer_id
-        """
 
     static func storedNotification(_ r: SQLRow) -> StoredNotification {
         let attempts = Int(r.int("attempts") ?? 0)

@@ -235,7 +235,8 @@ extension KakinStore {
     /// Up to `limit` items of one source after the cursor, newest first.
     static func timelineItems(_ db: SQLConnection, _ source: TimelineItem.Source, customerId: String, limit: Int,
                               after cursor: TimelineCursor?) throws -> [TimelineItem] {
-        // Signed payloads stay out of the timeline (the pages show them per transaction or notification).
+        // Transactions' signed payloads stay out of the timeline (the pages show them per transaction); a
+        // notification's is read for the subscription status it reports.
         let (table, columns, atColumn, keyColumn): (String, String, String, String)
         switch source {
         case .transaction:
@@ -246,7 +247,7 @@ extension KakinStore {
                 """
         case .notification:
             (table, atColumn, keyColumn) = ("notifications", "received_at_ms", "notification_uuid")
-            columns = Self.notificationColumnsWithoutJWS
+            columns = Self.notificationColumns
         case .ledger:
             (table, columns, atColumn, keyColumn) = ("ledger_entries", "*", "at_ms", "seq")
         case .event:
@@ -298,10 +299,12 @@ extension KakinStore {
                                         "environment": .string(tx.environment)])
             case .notification:
                 let n = Self.storedNotification(r)
+                // Apple's subscription status as of the notification (1 active … 5 revoked): the status changes.
+                let status = StoredJWS.payload(n.jws)?["data"]?["status"]?.int64Value
                 return TimelineItem(atMs: at, source: source, key: .text(n.notificationUUID),
                                     kind: n.notificationType + (n.subtype.map { "/\($0)" } ?? ""), reference: n.notificationUUID,
                                     detail: ["state": .string(n.state.rawValue), "attempts": .int(Int64(n.attempts)),
-                                             "signedDate": .string(Timestamp.rfc3339(n.signedDateMs)),
+                                             "signedDate": .string(Timestamp.rfc3339(n.signedDateMs)), "appStoreStatus": .int(status),
                                              "originalTransactionId": .string(n.originalTransactionId), "lastError": .string(n.lastError)])
             case .ledger:
                 var detail: [String: JSONValue] = [
