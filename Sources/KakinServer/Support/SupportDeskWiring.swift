@@ -23,10 +23,7 @@ extension KakinApp {
                 return VerifiedTransaction(payload: try verifyTransaction(jws), jws: jws)
             },
             restore: { [unowned self] id throws(KakinError) in try await restore(customerId: id, transactionId: nil) },
-            processNotifications: { [unowned self] in
-                notificationWorker.wake()
-                await processDueNotifications()
-            },
+            processNotifications: { [unowned self] in await processDueNotifications() },
             logError: { [unowned self] error, request in log(error, request: request) })
         return SupportDesk(store: store, clock: clock, settings: deskSettings, services: services)
     }
