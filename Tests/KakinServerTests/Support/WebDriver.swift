@@ -45,7 +45,9 @@ final class WebDriver: @unchecked Sendable {
                     "goog:chromeOptions": [
                         "binary": .string(chromiumPath),
                         "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-                                 "--no-first-run", "--disable-extensions", .string("--window-size=\(width),\(height)"),
+                                 "--no-first-run", "--disable-extensions", "--disable-background-networking", "--disable-sync",
+                                 "--disable-component-update", "--disable-default-apps", "--mute-audio", "--renderer-process-limit=1",
+                                 .string("--window-size=\(width),\(height)"),
                                  .string("--user-data-dir=\(profile.path)")],
                     ],
                     "timeouts": ["pageLoad": 30000, "script": 10000, "implicit": 0],
