@@ -11,6 +11,8 @@ let package = Package(
         .executable(name: "kakin", targets: ["kakin"]),
         .executable(name: "kakin-bench", targets: ["KakinBench"]),
     ],
+    // KakinKit (the app-side SDK) is its own package so apps add it without the server's C libraries.
+    dependencies: [.package(path: "KakinKit")],
     targets: [
         // C libraries (Debian -dev packages), each with a small shim header.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
@@ -34,7 +36,11 @@ let package = Package(
         .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
         // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
         .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
-        .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
+        // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
+        .target(name: "KakinAppCommand", dependencies: [
+            .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
+        ]),
+        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
@@ -44,6 +50,8 @@ let package = Package(
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin"]),
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+                                                            .product(name: "KakinKit", package: "KakinKit"),
+                                                            .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]
 )

@@ -60,6 +60,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case simulatorInvalidEligibilitySignature
     // 7xxx: configuration and command line
     case invalidConfiguration
+    // 8xxx: KakinKit, the app side: raised in the app (never an HTTP answer); KakinKit's `ClientError`
+    // holds the same IDs, codes and sentences, and a test keeps the two equal.
+    case appNetworkUnavailable
+    case appInvalidServerResponse
+    case appStoreFailed
+    case appOffersNotSupported
+    case appPurchaseStillProcessing
+    case appProductUnavailable
+    case appDeviceStateUnreadable
     // 9xxx: the support desk and operations
     case adminKeyRefused
     case formTokenInvalid
@@ -123,6 +132,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorMissingOfferParameters: return "KKN-6014"
         case .simulatorInvalidEligibilitySignature: return "KKN-6015"
         case .invalidConfiguration: return "KKN-7001"
+        case .appNetworkUnavailable: return "KKN-8001"
+        case .appInvalidServerResponse: return "KKN-8002"
+        case .appStoreFailed: return "KKN-8003"
+        case .appOffersNotSupported: return "KKN-8004"
+        case .appPurchaseStillProcessing: return "KKN-8005"
+        case .appProductUnavailable: return "KKN-8006"
+        case .appDeviceStateUnreadable: return "KKN-8007"
         case .adminKeyRefused: return "KKN-9001"
         case .formTokenInvalid: return "KKN-9002"
         case .notificationNotFound: return "KKN-9003"
@@ -185,6 +201,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorInvalidOfferIdentifier: return "invalid_offer_identifier"
         case .simulatorMissingOfferParameters: return "missing_offer_parameters"
         case .invalidConfiguration: return "invalid_configuration"
+        case .appNetworkUnavailable: return "network_unavailable"
+        case .appInvalidServerResponse: return "invalid_server_response"
+        case .appStoreFailed: return "store_failed"
+        case .appOffersNotSupported: return "offers_not_supported"
+        case .appPurchaseStillProcessing: return "purchase_still_processing"
+        case .appProductUnavailable: return "product_unavailable"
+        case .appDeviceStateUnreadable: return "device_state_unreadable"
         case .adminKeyRefused: return "admin_key_refused"
         case .formTokenInvalid: return "form_token_invalid"
         case .notificationNotFound: return "notification_not_found"
@@ -222,6 +245,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             return 422
         case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
         case .invalidConfiguration: return 2
+        // Never sent by the server: the app raises these itself.
+        case .appNetworkUnavailable, .appInvalidServerResponse, .appStoreFailed, .appOffersNotSupported,
+            .appPurchaseStillProcessing, .appProductUnavailable, .appDeviceStateUnreadable:
+            return 0
         case .adminKeyRefused: return 401
         case .formTokenInvalid: return 403
         case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound: return 404
@@ -284,6 +311,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorMissingOfferParameters: return "A promotional offer needs a signature (StoreKit: missingOfferParameters)."
         case .simulatorInvalidEligibilitySignature: return "The introductory offer eligibility JWS does not verify for this purchase (StoreKit: invalidOfferSignature)."
         case .invalidConfiguration: return "The configuration is invalid."
+        case .appNetworkUnavailable: return "Kakin could not be reached; a paid purchase stays unfinished and is retried later."
+        case .appInvalidServerResponse: return "Kakin's answer could not be read; a paid purchase stays unfinished and is retried later."
+        case .appStoreFailed: return "The App Store could not complete the request; nothing was charged by this attempt."
+        case .appOffersNotSupported: return "This Kakin server does not sign offers yet."
+        case .appPurchaseStillProcessing: return "Your previous purchase of this item is still being processed."
+        case .appProductUnavailable: return "The App Store does not offer this product."
+        case .appDeviceStateUnreadable: return "The purchases saved on this device could not be read or written."
         case .adminKeyRefused: return "That key is not an admin API key of this server."
         case .formTokenInvalid: return "The form is stale or did not come from this site; reload the page and try again."
         case .notificationNotFound: return "No stored notification has this notificationUUID."
@@ -322,6 +356,9 @@ public struct KakinError: Error, Sendable, CustomStringConvertible {
 }
 
 extension ErrorKind {
+    /// KakinKit's errors (KKN-8xxx): the app raises them itself (no network, an unreadable answer, the store).
+    public var isRaisedInApp: Bool { id.hasPrefix("KKN-8") }
+
     /// `docs/errors.md`, generated from this catalogue.
     public static func markdownCatalogue() -> String {
         var lines = [
@@ -330,13 +367,14 @@ extension ErrorKind {
             "Generated from `Sources/KakinCore/Errors/ErrorCatalogue.swift` by `kakin errors --markdown`; a test keeps",
             "this file equal to the code. Every non-2xx answer carries one of these in",
             "`{\"error\": {\"code\", \"id\", \"message\", \"requestId\"}}`. IDs are stable: apps may show them and",
-            "support can look them up here. (Configuration errors are reported by the command line with exit code 2.)",
+            "support can look them up here. (Configuration errors are reported by the command line with exit code 2;",
+            "`KKN-8xxx` are raised in the app by KakinKit, never answered by the server.)",
             "",
             "| ID | code | HTTP | meaning |",
             "|---|---|---|---|",
         ]
         for kind in allCases {
-            let status = kind == .invalidConfiguration ? "exit 2" : String(kind.httpStatus)
+            let status = kind == .invalidConfiguration ? "exit 2" : kind.isRaisedInApp ? "app" : String(kind.httpStatus)
             lines.append("| \(kind.id) | `\(kind.code)` | \(status) | \(kind.defaultMessage) |")
         }
         return lines.joined(separator: "\n") + "\n"

@@ -93,6 +93,8 @@ public enum KakinCommand {
           kakin backup --to FILE [--config kakin.json] [--database sqlite:PATH]
                                     copy the SQLite database while Kakin serves (PostgreSQL: pg_dump)
           kakin errors [--markdown] print the error catalogue
+          kakin app --server URL --customer ID --state DIR <launch|buy PRODUCT [--offer ID] [--fail-at payment|send|finish]|unfinished|restore|status|wallet> [--json]
+                                    a command-line app on KakinKit and the simulator: replay the app-side flows
           kakin <command> --help    usage of one command
         """
 
