@@ -17,7 +17,7 @@ struct AdminInABrowser {
         return root.appendingPathComponent(".build/test-artifacts/admin-browser")
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(5)))
     func supportSignsInFindsAPurchaseByOrderIdAndGrantsCoins() async throws {
         let auth = Configuration.Auth(apiKeys: [.init(sha256: Hex.encode(SHA256Hash.digest(Array(Self.adminKey.utf8))), scope: .admin)],
                                       customerTokenSecret: nil)

@@ -118,7 +118,7 @@ final class WebDriver: @unchecked Sendable {
 
     /// Waits (up to `seconds`) until the page's URL and source satisfy `condition`.
     @discardableResult
-    func waitFor(_ what: String, seconds: Double = 10, _ condition: (_ url: String, _ source: String) -> Bool) async throws -> String {
+    func waitFor(_ what: String, seconds: Double = 30, _ condition: (_ url: String, _ source: String) -> Bool) async throws -> String {
         let deadline = Date().addingTimeInterval(seconds)
         var url = "", source = ""
         while Date() < deadline {
