@@ -120,6 +120,7 @@ final class LocalMode: Sendable {
         return """
             Kakin is running in local mode on \(b)
               SQLite database, demo catalog (bundle \(Catalog.demoBundleId)), App Store simulator at \(b)/simulator/
+              support desk (search any purchase, the notification inbox, the unused-balance report) at \(b)/admin/
               (loopback only, no credentials; Ctrl-C stops and saves the simulator's state)
 
             Try it:

@@ -80,6 +80,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case appPurchaseStillProcessing
     case appProductUnavailable
     case appDeviceStateUnreadable
+    // 9xxx: the support desk and operations
+    case adminKeyRefused
+    case formTokenInvalid
+    case notificationNotFound
+    case requestNotFound
+    case orderNotFound
+    case invalidReportDate
+    case customerNotFound
+    case backupFailed
 
     public var id: String {
         switch self {
@@ -152,6 +161,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appPurchaseStillProcessing: return "KKN-8005"
         case .appProductUnavailable: return "KKN-8006"
         case .appDeviceStateUnreadable: return "KKN-8007"
+        case .adminKeyRefused: return "KKN-9001"
+        case .formTokenInvalid: return "KKN-9002"
+        case .notificationNotFound: return "KKN-9003"
+        case .requestNotFound: return "KKN-9004"
+        case .orderNotFound: return "KKN-9005"
+        case .invalidReportDate: return "KKN-9006"
+        case .customerNotFound: return "KKN-9007"
+        case .backupFailed: return "KKN-9008"
         }
     }
 
@@ -224,6 +241,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appPurchaseStillProcessing: return "purchase_still_processing"
         case .appProductUnavailable: return "product_unavailable"
         case .appDeviceStateUnreadable: return "device_state_unreadable"
+        case .adminKeyRefused: return "admin_key_refused"
+        case .formTokenInvalid: return "form_token_invalid"
+        case .notificationNotFound: return "notification_not_found"
+        case .requestNotFound: return "request_not_found"
+        case .orderNotFound: return "order_not_found"
+        case .invalidReportDate: return "invalid_report_date"
+        case .customerNotFound: return "customer_not_found"
+        case .backupFailed: return "backup_failed"
         }
     }
 
@@ -261,6 +286,11 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appNetworkUnavailable, .appInvalidServerResponse, .appStoreFailed, .appOffersNotSupported,
             .appPurchaseStillProcessing, .appProductUnavailable, .appDeviceStateUnreadable:
             return 0
+        case .adminKeyRefused: return 401
+        case .formTokenInvalid: return 403
+        case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound: return 404
+        case .invalidReportDate: return 400
+        case .backupFailed: return 500
         }
     }
 
@@ -336,6 +366,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appPurchaseStillProcessing: return "Your previous purchase of this item is still being processed."
         case .appProductUnavailable: return "The App Store does not offer this product."
         case .appDeviceStateUnreadable: return "The purchases saved on this device could not be read or written."
+        case .adminKeyRefused: return "That key is not an admin API key of this server."
+        case .formTokenInvalid: return "The form is stale or did not come from this site; reload the page and try again."
+        case .notificationNotFound: return "No stored notification has this notificationUUID."
+        case .requestNotFound: return "No recent error has this request ID (errors are kept 30 days, at most 100,000)."
+        case .orderNotFound: return "The App Store knows no purchase with this order ID."
+        case .invalidReportDate: return "asOf must be a calendar date written YYYY-MM-DD."
+        case .customerNotFound: return "No customer has this ID."
+        case .backupFailed: return "The backup could not be written; the database is unchanged."
         }
     }
 }

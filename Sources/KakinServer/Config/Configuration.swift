@@ -1,4 +1,5 @@
 import Foundation
+import KakinAdmin
 import KakinCore
 import KakinStorage
 
@@ -29,14 +30,17 @@ public struct Configuration: Sendable {
         public var offerRules: [String: OfferRule]
         /// Whether and how Kakin answers this app's CONSUMPTION_REQUESTs (nil: it does not).
         public var consumptionInformation: ConsumptionInformationPolicy? = nil
+        /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
+        public var reportingTimeZone: String
 
         public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
-                    offerRules: [String: OfferRule] = [:]) {
+                    offerRules: [String: OfferRule] = [:], reportingTimeZone: String = ReportingDay.defaultTimeZone) {
             self.bundleId = bundleId
             self.appAppleId = appAppleId
             self.environments = environments
             self.catalog = catalog
             self.offerRules = offerRules
+            self.reportingTimeZone = reportingTimeZone
         }
     }
 
@@ -202,7 +206,8 @@ public struct Configuration: Sendable {
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation"])
+        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
+                                  "reportingTimeZone"])
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -249,7 +254,12 @@ public struct Configuration: Sendable {
             rules[offerId] = OfferRule(offerId: offerId, eligibility: audience,
                                        maxRedemptions: try r.int("maxRedemptions", range: 1...1_000_000).map { Int($0) })
         }
-        var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules)
+        let zone = try a.string("reportingTimeZone") ?? ReportingDay.defaultTimeZone
+        guard ReportingDay.isKnownTimeZone(zone) else {
+            throw ConfigurationError(a.sub("reportingTimeZone"), "must be an IANA time zone name such as Asia/Tokyo")
+        }
+        var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules,
+                      reportingTimeZone: zone)
         app.consumptionInformation = try parseConsumptionInformation(a)
         return app
     }

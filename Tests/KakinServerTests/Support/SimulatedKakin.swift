@@ -18,7 +18,7 @@ final class SimulatedKakin: Sendable {
     static let start2026 = Timestamp.parseRFC3339("2026-01-01T00:00:00Z")!
 
     static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
-                      consumption: ConsumptionInformationPolicy? = nil,
+                      consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -28,6 +28,7 @@ final class SimulatedKakin: Sendable {
         config.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
                                          catalog: catalog, offerRules: Dictionary(offerRules.map { ($0.offerId, $0) }, uniquingKeysWith: { $1 }))]
         config.apps[0].consumptionInformation = consumption
+        config.auth = auth
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
         let local = try LocalMode(configuration: config, simulatorConfiguration: simConfig, simulatorStartMs: start2026,
@@ -40,11 +41,11 @@ final class SimulatedKakin: Sendable {
     }
 
     static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
-                     consumption: ConsumptionInformationPolicy? = nil,
+                     consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
         try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, offerRules: offerRules,
-                                        consumption: consumption, deliveries: deliveries),
+                                        consumption: consumption, auth: auth, deliveries: deliveries),
                         stop: { await $0.stop() }, body)
     }
 
