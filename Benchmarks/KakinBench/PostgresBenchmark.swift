@@ -212,7 +212,7 @@ final class KakinServerGroup {
         return (result, try servers.map { try $0.cpuSeconds }.reduce(0, +) - before)
     }
 
-    /// The `kakin_db_*` lines of every server's `/metrics`, summed (the batch-size mean averaged).
+    /// The unlabelled `kakin_db_*` lines of every server's `/metrics`, summed.
     func databaseCounters() throws -> [String: Double] {
         var sums: [String: Double] = [:]
         for server in servers {
@@ -222,7 +222,6 @@ final class KakinServerGroup {
                 if parts.count == 2, let value = Double(parts[1]) { sums[String(parts[0]), default: 0] += value }
             }
         }
-        if let mean = sums["kakin_db_batch_size_mean"] { sums["kakin_db_batch_size_mean"] = mean / Double(servers.count) }
         return sums
     }
 
@@ -238,9 +237,9 @@ final class KakinServerGroup {
 extension [String: Double] {
     /// "PostgreSQL: 1,234 commits, 18.2 writes per commit, 12 serialization re-runs, 0 reconnects" from `databaseCounters`.
     var databaseSummary: String {
-        let commits = Int(self["kakin_db_commits_total"] ?? 0), retries = Int(self["kakin_db_serialization_retries_total"] ?? 0)
+        let commits = self["kakin_db_commit_batch_size_count"] ?? 0, retries = Int(self["kakin_db_serialization_retries_total"] ?? 0)
         return String(format: "engine (last run, all processes): %@ commits, %.1f writes per commit, %@ serialization re-runs, %d reconnects",
-                      BenchResult.grouped(commits), self["kakin_db_batch_size_mean"] ?? 0, BenchResult.grouped(retries),
+                      BenchResult.grouped(Int(commits)), (self["kakin_db_commit_batch_size_sum"] ?? 0) / Swift.max(1, commits), BenchResult.grouped(retries),
                       Int(self["kakin_db_reconnects_total"] ?? 0))
     }
 }

@@ -109,11 +109,17 @@ public final class PostgresDatabase: SQLDatabase {
         public var outcomesUnknown = 0
         /// Read bodies run.
         public var reads = 0
+        /// Writes waiting right now.
+        public var writeQueueDepth = 0
 
         /// Bodies per committed transaction on average.
         public var batchSizeMean: Double { commits == 0 ? 0 : Double(bodiesInCommittedBatches) / Double(commits) }
 
-        var bodiesInCommittedBatches = 0
+        /// Bodies in all committed transactions (the sum behind `batchSizeMean`).
+        public var bodiesInCommittedBatches = 0
+        /// Committed transactions per batch-size bucket (not cumulative), the buckets of
+        /// `SQLiteDatabase.Statistics.batchSizeBucketBounds`, so both engines report one histogram.
+        public var committedBatchSizeCounts = [Int](repeating: 0, count: SQLiteDatabase.Statistics.batchSizeBucketBounds.count)
     }
 
     public let options: Options
@@ -164,7 +170,11 @@ public final class PostgresDatabase: SQLDatabase {
     /// `url` with any password replaced by `***`.
     public static func redacted(_ url: String) -> String { PostgresConnectionSettings.redact(url) }
 
-    public var statistics: Statistics { recorder.snapshot() }
+    public var statistics: Statistics {
+        var statistics = recorder.snapshot()
+        statistics.writeQueueDepth = writeQueue.depth
+        return statistics
+    }
 
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
@@ -264,6 +274,8 @@ final class PostgresStatisticsRecorder: Sendable {
             s.writesFailed += size - bodiesSucceeded
             s.bodiesInCommittedBatches += size
             s.batchSizeLargest = max(s.batchSizeLargest, size)
+            let bounds = SQLiteDatabase.Statistics.batchSizeBucketBounds
+            s.committedBatchSizeCounts[bounds.firstIndex { size <= $0 } ?? bounds.count - 1] += 1
         }
     }
 

@@ -93,6 +93,7 @@ extension AppStoreSimulator {
             guard m == "POST" else { return Self.methodNotAllowed(request) }
             return try registerKey(request)
         }
+        if let response = try receiptAndConsumptionRoute(request, s) { return response }
         throw KakinError(.routeNotFound)
     }
 
@@ -346,6 +347,8 @@ extension SimulatorState {
         if let tid = outcome.transactionId, let tx = store.transactions[tid] {
             o["transactionId"] = .string(tid)
             o["signedTransaction"] = .string(tx.jws)
+            // What the customer's receipt e-mail shows (support looks the purchase up by it).
+            if let order = tx.orderId { o["orderId"] = .string(order) }
         }
         if let otid = outcome.originalTransactionId {
             o["originalTransactionId"] = .string(otid)

@@ -247,6 +247,8 @@ struct ConsumptionRecord: Codable, Sendable, Equatable {
     var receivedMs: Int64
     /// The request body as received (validated).
     var body: String
+    /// 1 for the deprecated V1 endpoint; nil (older state files) or 2 for the current one.
+    var version: Int?
 }
 
 struct ExtensionRecord: Codable, Sendable, Equatable {

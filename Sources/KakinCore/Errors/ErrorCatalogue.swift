@@ -20,6 +20,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case databaseUnavailable
     case writeOutcomeUnknown
     case writeConflict
+    case headersTooLarge
+    case uriTooLong
+    case storageFull
     // 2xxx: signed data verification (the contract's verification codes)
     case invalidFormat
     case unsupportedAlgorithm
@@ -37,18 +40,26 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case appStoreAPINotConfigured
     case transactionNotFound
     case appStoreAPIUnavailable
-    case receiptNotSupported
+    case invalidReceipt
+    case untrustedReceipt
+    case receiptWithoutPurchases
+    case receiptForAnotherApp
     // 4xxx: wallet and ledger
     case insufficientBalance
     case idempotencyKeyRequired
     case idempotencyKeyReused
     case invalidAmount
-    // 5xxx: offers
+    // 5xxx: App Store operations: offers (5001…5049), renewal-date extensions (5050…)
     case offerNotEligible
     case offerRedemptionLimitReached
     case offerAlreadyPending
     case unknownOffer
     case offerSigningNotConfigured
+    case extensionNotAllowed
+    case extensionLimitReached
+    case invalidExtension
+    case extensionRequestNotFound
+    case unknownApp
     // 6xxx: App Store simulator
     case simulatorUnknownProduct
     case simulatorNotEligible
@@ -72,6 +83,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case appPurchaseStillProcessing
     case appProductUnavailable
     case appDeviceStateUnreadable
+    // 9xxx: the support desk and operations
+    case adminKeyRefused
+    case formTokenInvalid
+    case notificationNotFound
+    case requestNotFound
+    case orderNotFound
+    case invalidReportDate
+    case customerNotFound
+    case backupFailed
 
     public var id: String {
         switch self {
@@ -92,6 +112,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .databaseUnavailable: return "KKN-1020"
         case .writeOutcomeUnknown: return "KKN-1021"
         case .writeConflict: return "KKN-1022"
+        case .headersTooLarge: return "KKN-1040"
+        case .uriTooLong: return "KKN-1041"
+        case .storageFull: return "KKN-1042"
         case .invalidFormat: return "KKN-2001"
         case .unsupportedAlgorithm: return "KKN-2002"
         case .untrustedCertificate: return "KKN-2003"
@@ -107,7 +130,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "KKN-3005"
         case .transactionNotFound: return "KKN-3006"
         case .appStoreAPIUnavailable: return "KKN-3007"
-        case .receiptNotSupported: return "KKN-3008"
+        case .invalidReceipt: return "KKN-3010"
+        case .untrustedReceipt: return "KKN-3011"
+        case .receiptWithoutPurchases: return "KKN-3012"
+        case .receiptForAnotherApp: return "KKN-3013"
+        case .extensionNotAllowed: return "KKN-5050"
+        case .extensionLimitReached: return "KKN-5051"
+        case .invalidExtension: return "KKN-5052"
+        case .extensionRequestNotFound: return "KKN-5053"
+        case .unknownApp: return "KKN-5054"
         case .insufficientBalance: return "KKN-4001"
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
@@ -136,6 +167,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appPurchaseStillProcessing: return "KKN-8005"
         case .appProductUnavailable: return "KKN-8006"
         case .appDeviceStateUnreadable: return "KKN-8007"
+        case .adminKeyRefused: return "KKN-9001"
+        case .formTokenInvalid: return "KKN-9002"
+        case .notificationNotFound: return "KKN-9003"
+        case .requestNotFound: return "KKN-9004"
+        case .orderNotFound: return "KKN-9005"
+        case .invalidReportDate: return "KKN-9006"
+        case .customerNotFound: return "KKN-9007"
+        case .backupFailed: return "KKN-9008"
         }
     }
 
@@ -157,6 +196,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .forbidden: return "forbidden"
         case .invalidCursor: return "invalid_cursor"
         case .databaseUnavailable, .writeOutcomeUnknown, .writeConflict: return "retryable_failure"
+        case .headersTooLarge: return "request_header_fields_too_large"
+        case .uriTooLong: return "uri_too_long"
+        case .storageFull: return "retryable_failure"
         case .invalidFormat: return "invalid_format"
         case .unsupportedAlgorithm: return "unsupported_algorithm"
         case .untrustedCertificate: return "untrusted_certificate"
@@ -172,7 +214,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "app_store_api_not_configured"
         case .transactionNotFound: return "transaction_not_found"
         case .appStoreAPIUnavailable: return "app_store_api_unavailable"
-        case .receiptNotSupported: return "receipt_not_supported"
+        case .invalidReceipt: return "invalid_receipt"
+        case .untrustedReceipt: return "untrusted_receipt"
+        case .receiptWithoutPurchases: return "receipt_without_purchases"
+        case .receiptForAnotherApp: return "wrong_bundle_id"
+        case .extensionNotAllowed: return "extension_not_allowed"
+        case .extensionLimitReached: return "extension_limit_reached"
+        case .invalidExtension: return "invalid_request"
+        case .extensionRequestNotFound: return "not_found"
+        case .unknownApp: return "unknown_app"
         case .insufficientBalance: return "insufficient_balance"
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
@@ -198,29 +248,41 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appPurchaseStillProcessing: return "purchase_still_processing"
         case .appProductUnavailable: return "product_unavailable"
         case .appDeviceStateUnreadable: return "device_state_unreadable"
+        case .adminKeyRefused: return "admin_key_refused"
+        case .formTokenInvalid: return "form_token_invalid"
+        case .notificationNotFound: return "notification_not_found"
+        case .requestNotFound: return "request_not_found"
+        case .orderNotFound: return "order_not_found"
+        case .invalidReportDate: return "invalid_report_date"
+        case .customerNotFound: return "customer_not_found"
+        case .backupFailed: return "backup_failed"
         }
     }
 
     public var httpStatus: Int {
         switch self {
         case .internalError: return 500
-        case .malformedJSON, .invalidField, .invalidCustomerID, .invalidCursor, .idempotencyKeyRequired, .invalidAmount:
+        case .malformedJSON, .invalidField, .invalidCustomerID, .invalidCursor, .idempotencyKeyRequired, .invalidAmount,
+            .invalidReceipt, .invalidExtension:
             return 400
         case .unsupportedMediaType: return 415
         case .bodyTooLarge: return 413
         case .routeNotFound: return 404
         case .methodNotAllowed: return 405
-        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable,
+        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable, .storageFull,
             .databaseUnavailable, .writeOutcomeUnknown, .writeConflict:
             return 503
+        case .headersTooLarge: return 431
+        case .uriTooLong: return 414
         case .unauthorized: return 401
         case .forbidden, .belongsToAnotherCustomer, .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return 403
         case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
             .wrongAppAppleID, .wrongEnvironment, .unknownProduct, .transactionRevoked,
-            .idempotencyKeyReused, .receiptNotSupported, .unknownOffer:
+            .idempotencyKeyReused, .untrustedReceipt, .receiptWithoutPurchases, .receiptForAnotherApp, .unknownOffer:
             return 422
         case .appStoreAPINotConfigured, .offerSigningNotConfigured: return 501
-        case .transactionNotFound: return 404
+        case .transactionNotFound, .extensionRequestNotFound, .unknownApp: return 404
+        case .extensionNotAllowed, .extensionLimitReached: return 409
         case .alreadyProcessed, .insufficientBalance: return 409
         case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction, .simulatorInvalidOfferSignature,
             .simulatorOfferSignatureExpired, .simulatorOfferNonceReused, .simulatorInvalidOfferIdentifier,
@@ -232,6 +294,11 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appNetworkUnavailable, .appInvalidServerResponse, .appStoreFailed, .appOffersNotSupported,
             .appPurchaseStillProcessing, .appProductUnavailable, .appDeviceStateUnreadable:
             return 0
+        case .adminKeyRefused: return 401
+        case .formTokenInvalid: return 403
+        case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound: return 404
+        case .invalidReportDate: return 400
+        case .backupFailed: return 500
         }
     }
 
@@ -255,6 +322,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .databaseUnavailable: return "The database cannot be reached right now (restart or failover); nothing was changed. Retry shortly."
         case .writeOutcomeUnknown: return "The database connection broke while saving; retry the same request (it is never applied twice)."
         case .writeConflict: return "Too many concurrent changes to the same data; nothing was changed. Retry shortly."
+        case .headersTooLarge: return "The request line and headers are larger than the server accepts."
+        case .uriTooLong: return "The request's path and query are longer than the server accepts."
+        case .storageFull: return "The database is out of disk space; nothing was changed, retry later."
         case .invalidFormat: return "The signed data is not a well-formed App Store JWS."
         case .unsupportedAlgorithm: return "The signed data uses an algorithm other than ES256."
         case .untrustedCertificate: return "The signing certificates do not chain to a trusted Apple root, lack Apple's markers, or were not valid when the data was signed."
@@ -270,7 +340,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "The App Store Server API is not configured on this server."
         case .transactionNotFound: return "The App Store does not know this transaction."
         case .appStoreAPIUnavailable: return "The App Store Server API could not be reached; retry later."
-        case .receiptNotSupported: return "App receipts are not accepted by this server yet."
+        case .invalidReceipt: return "The app receipt is not a readable App Store receipt (base64 PKCS#7); it may be truncated."
+        case .untrustedReceipt: return "The app receipt's signature does not verify against a trusted root."
+        case .receiptWithoutPurchases: return "The app receipt lists no in-app purchase to apply."
+        case .receiptForAnotherApp: return "The app receipt belongs to another app (bundle ID)."
+        case .extensionNotAllowed: return "The App Store does not extend this subscription now (free offer period, billing retry or grace period, expired, revoked, or family-shared)."
+        case .extensionLimitReached: return "This subscription was already extended twice in the last 365 days."
+        case .invalidExtension: return "An extension needs days from 1 to 90 and a reason: undeclared, customerSatisfaction, other or serviceIssueOrOutage."
+        case .extensionRequestNotFound: return "The App Store knows no renewal-date extension request with this ID for this product."
+        case .unknownApp: return "This server has no app with that bundle ID."
         case .insufficientBalance: return "Not enough coins; nothing was spent."
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."
@@ -299,6 +377,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appPurchaseStillProcessing: return "Your previous purchase of this item is still being processed."
         case .appProductUnavailable: return "The App Store does not offer this product."
         case .appDeviceStateUnreadable: return "The purchases saved on this device could not be read or written."
+        case .adminKeyRefused: return "That key is not an admin API key of this server."
+        case .formTokenInvalid: return "The form is stale or did not come from this site; reload the page and try again."
+        case .notificationNotFound: return "No stored notification has this notificationUUID."
+        case .requestNotFound: return "No recent error has this request ID (errors are kept 30 days, at most 100,000)."
+        case .orderNotFound: return "The App Store knows no purchase with this order ID."
+        case .invalidReportDate: return "asOf must be a calendar date written YYYY-MM-DD."
+        case .customerNotFound: return "No customer has this ID."
+        case .backupFailed: return "The backup could not be written; the database is unchanged."
         }
     }
 }

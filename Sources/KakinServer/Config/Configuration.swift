@@ -1,4 +1,5 @@
 import Foundation
+import KakinAdmin
 import KakinCore
 import KakinPostgreSQL
 import KakinStorage
@@ -28,14 +29,19 @@ public struct Configuration: Sendable {
         public var catalog: Catalog
         /// Who may get each promotional offer, by offer ID; an offer without a rule is `currentOrLapsed`.
         public var offerRules: [String: OfferRule]
+        /// Whether and how Kakin answers this app's CONSUMPTION_REQUESTs (nil: it does not).
+        public var consumptionInformation: ConsumptionInformationPolicy? = nil
+        /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
+        public var reportingTimeZone: String
 
         public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
-                    offerRules: [String: OfferRule] = [:]) {
+                    offerRules: [String: OfferRule] = [:], reportingTimeZone: String = ReportingDay.defaultTimeZone) {
             self.bundleId = bundleId
             self.appAppleId = appAppleId
             self.environments = environments
             self.catalog = catalog
             self.offerRules = offerRules
+            self.reportingTimeZone = reportingTimeZone
         }
     }
 
@@ -91,11 +97,13 @@ public struct Configuration: Sendable {
     public var wallet = WalletPolicy()
     /// Addition to the contract: what happens when a purchase is linked to another customer.
     public var transferPolicy = TransferPolicy.keepFirstOwner
+    /// Roots an app receipt's signature must chain to (`appReceipts`); nil: receipts are read unverified.
+    public var appReceiptRootsDER: [[UInt8]]?
 
     public init() {}
 
     static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "offerSigning", "auth", "wallet", "accounts",
-                                       "databasePasswordEnv", "postgres"]
+                                       "appReceipts", "databasePasswordEnv", "postgres"]
 
     /// Reads and validates a config file. `environment` resolves `…Env` keys (secrets never sit in the file).
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -198,12 +206,14 @@ public struct Configuration: Sendable {
                 c.transferPolicy = tp
             }
         }
+        c.appReceiptRootsDER = try parseAppReceipts(o, baseDirectory: baseDirectory)
         return c
     }
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules"])
+        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
+                                  "reportingTimeZone"])
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -250,7 +260,14 @@ public struct Configuration: Sendable {
             rules[offerId] = OfferRule(offerId: offerId, eligibility: audience,
                                        maxRedemptions: try r.int("maxRedemptions", range: 1...1_000_000).map { Int($0) })
         }
-        return App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules)
+        let zone = try a.string("reportingTimeZone") ?? ReportingDay.defaultTimeZone
+        guard ReportingDay.isKnownTimeZone(zone) else {
+            throw ConfigurationError(a.sub("reportingTimeZone"), "must be an IANA time zone name such as Asia/Tokyo")
+        }
+        var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules,
+                      reportingTimeZone: zone)
+        app.consumptionInformation = try parseConsumptionInformation(a)
+        return app
     }
 
     static func resolve(_ path: String, relativeTo base: String?) -> String {

@@ -26,7 +26,9 @@ extension KakinApp {
                 let id = try field { () throws(ConfigurationError) in try body.boundedString("transactionId", lengthMax: 64)! }
                 jws = try await fetchSignedTransaction(id)
             } else {
-                throw KakinError(.receiptNotSupported)
+                let receipt = try appReceipt(body)
+                return try await postReceiptTransactions(receipt, customerId: customerId, purchaseProcessId: processId,
+                                                         requestId: request.requestId)
             }
             let transaction = try verifyTransaction(jws)
             let outcome = try await apply(transaction, jws: jws, customerId: customerId, via: "client", purchaseProcessId: processId)

@@ -2,33 +2,32 @@ import KakinPostgreSQL
 import KakinStorage
 
 extension KakinApp {
-    /// The database engine's own counters for `GET /metrics` (Prometheus text): commits and group-commit
-    /// sizes on both engines; on PostgreSQL also serialization re-runs, reconnects and commits whose
-    /// outcome was unknown — what an operator watches during load and failovers.
-    func databaseMetricsText() -> String {
-        var counters: [(name: String, help: String, value: Int)] = []
-        var gauges: [(name: String, help: String, value: Double)] = []
-        if let sqlite = store.database as? SQLiteDatabase {
-            let s = sqlite.statistics
-            counters = [("kakin_db_commits_total", "Write transactions committed.", s.commits),
-                        ("kakin_db_writes_committed_total", "Write bodies committed.", s.writesCommitted),
-                        ("kakin_db_writes_failed_total", "Write bodies that failed or were rolled back.", s.writesFailed),
-                        ("kakin_db_reads_total", "Read bodies run.", s.reads)]
-            gauges = [("kakin_db_batch_size_mean", "Write bodies per committed transaction, on average.", s.batchSizeMean)]
-        } else if let postgres = store.database as? PostgresDatabase {
-            let s = postgres.statistics
-            counters = [("kakin_db_commits_total", "Write transactions committed.", s.commits),
-                        ("kakin_db_writes_committed_total", "Write bodies committed.", s.writesCommitted),
-                        ("kakin_db_writes_failed_total", "Write bodies that failed or were rolled back.", s.writesFailed),
-                        ("kakin_db_reads_total", "Read bodies run.", s.reads),
-                        ("kakin_db_serialization_retries_total", "Write transactions run again after a serialization failure or deadlock.", s.serializationRetries),
-                        ("kakin_db_reconnects_total", "Database connections opened again after one broke.", s.reconnects),
-                        ("kakin_db_write_outcome_unknown_total", "Writes whose COMMIT got no answer (answered 503 retryable_failure).", s.outcomesUnknown)]
-            gauges = [("kakin_db_batch_size_mean", "Write bodies per committed transaction, on average.", s.batchSizeMean)]
-        }
-        var out = ""
-        for c in counters { out += "# HELP \(c.name) \(c.help)\n# TYPE \(c.name) counter\n\(c.name) \(c.value)\n" }
-        for g in gauges { out += "# HELP \(g.name) \(g.help)\n# TYPE \(g.name) gauge\n\(g.name) \(g.value)\n" }
-        return out
+    /// PostgreSQL's group-commit figures in the shape `Metrics` renders for both engines
+    /// (`kakin_db_commit_batch_size`, `kakin_db_write_queue_depth`); nil on SQLite.
+    func postgresGroupCommitStatistics() -> SQLiteDatabase.Statistics? {
+        guard let postgres = store.database as? PostgresDatabase else { return nil }
+        let s = postgres.statistics
+        var shared = SQLiteDatabase.Statistics()
+        shared.commits = s.commits
+        shared.writesCommitted = s.writesCommitted
+        shared.writesFailed = s.writesFailed
+        shared.batchSizeLargest = s.batchSizeLargest
+        shared.reads = s.reads
+        shared.writeQueueDepth = s.writeQueueDepth
+        shared.bodiesInCommittedBatches = s.bodiesInCommittedBatches
+        shared.committedBatchSizeCounts = s.committedBatchSizeCounts
+        return shared
+    }
+
+    /// What only PostgreSQL has, for `GET /metrics`: serialization re-runs, reconnects, and commits whose
+    /// outcome was unknown — what an operator watches under contention and during failovers.
+    func postgresMetricsText() -> String {
+        guard let postgres = store.database as? PostgresDatabase else { return "" }
+        let s = postgres.statistics
+        return [
+            ("kakin_db_serialization_retries_total", "Write transactions run again after a serialization failure or deadlock (PostgreSQL).", s.serializationRetries),
+            ("kakin_db_reconnects_total", "Database connections opened again after one broke (PostgreSQL).", s.reconnects),
+            ("kakin_db_write_outcome_unknown_total", "Writes whose COMMIT got no answer, answered 503 retryable_failure (PostgreSQL).", s.outcomesUnknown),
+        ].map { "# HELP \($0.0) \($0.1)\n# TYPE \($0.0) counter\n\($0.0) \($0.2)\n" }.joined()
     }
 }

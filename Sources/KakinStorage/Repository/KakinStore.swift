@@ -23,22 +23,27 @@ public final class KakinStore: Sendable {
         try await storage { try await self.database.migrate(Schema.migrations) }
     }
 
-    /// Runs a database call, turning storage failures into the catalogue's errors (503: an unreachable
-    /// database, a commit without an answer and conflicts past the retries are `retryable_failure`; others
-    /// `storage_unavailable`) while passing domain errors (`KakinError`) through unchanged.
+    /// Runs a database call, turning storage failures into the catalogue's errors while passing domain errors
+    /// (`KakinError`) through unchanged. All 503: a full disk `storage_full`, a full queue
+    /// `service_unavailable` (both with `Retry-After`); an unreachable database, a commit without an answer
+    /// and conflicts past the retries `retryable_failure` (PostgreSQL); others `storage_unavailable`.
     func storage<T>(_ body: () async throws -> T) async throws(KakinError) -> T {
         do {
             return try await body()
         } catch let error as KakinError {
             throw error
         } catch let error as SQLError {
-            let kind: ErrorKind = switch error.kind {
-            case .unavailable: .databaseUnavailable
-            case .outcomeUnknown: .writeOutcomeUnknown
-            case .conflict: .writeConflict
-            default: .storageUnavailable
+            let kind: ErrorKind
+            var message: String?
+            switch error.kind {
+            case .full: kind = .storageFull
+            case .overloaded: (kind, message) = (.serviceUnavailable, "The database is overloaded; retry shortly.")
+            case .unavailable: kind = .databaseUnavailable
+            case .outcomeUnknown: kind = .writeOutcomeUnknown
+            case .conflict: kind = .writeConflict
+            default: kind = .storageUnavailable
             }
-            throw KakinError(kind, detail: String(describing: error))
+            throw KakinError(kind, message, detail: String(describing: error))
         } catch {
             throw KakinError(.storageUnavailable, detail: String(describing: error))
         }

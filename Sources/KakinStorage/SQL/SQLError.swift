@@ -4,7 +4,7 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
     /// Engine-independent category; switch on this rather than on `code`.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String {
-            case database, constraintViolation, busy, overloaded, closed, misuse, migration, resultTooLarge
+            case database, constraintViolation, busy, overloaded, closed, misuse, migration, resultTooLarge, full
             case unavailable, outcomeUnknown, conflict
         }
         private let code: Code
@@ -35,6 +35,9 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         /// Concurrent transactions (of this or other processes) kept conflicting with this write past
         /// the retry limit; nothing was applied. Retry later.
         public static let conflict = Kind(code: .conflict)
+        /// The disk (or the database's size limit) is full; the write was not applied. Retry once
+        /// space is freed: nothing needs restarting.
+        public static let full = Kind(code: .full)
 
         public var description: String { code.rawValue }
     }
