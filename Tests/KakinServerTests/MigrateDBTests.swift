@@ -26,16 +26,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: k.directory) }
 
         try await TestPostgres.withSchema { schema in
-            let process = Process()
-            process.executableURL = try KakinProcesses.binary
-            process.arguments = ["migrate-db", "--from", "sqlite:\(sqlitePath)", "--to", schema.url]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let report = (try? JSONParser.parse([UInt8](output.fileHandleForReading.readDataToEndOfFile()))) ?? .null
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+            let (status, report) = try await KakinProcesses.run(["migrate-db", "--from", "sqlite:\(sqlitePath)", "--to", schema.url], in: k.directory)
+            #expect(status == 0)
             #expect(report["ok"] == true)
             #expect(report["ledgerCheck"]?["to"]?["entries"] == report["ledgerCheck"]?["from"]?["entries"])
             #expect(report["tables"]?["ledger_entries"]?.intValue == 6)
@@ -53,14 +45,8 @@ import Testing
                 #expect(newest?.reference == "after" && newest?.balanceAfter.total == 400 - 120 + 5)
                 #expect(try await store.checkLedger().ok)
                 // A second copy into the same (no longer empty) database is refused.
-                let again = Process()
-                again.executableURL = try KakinProcesses.binary
-                again.arguments = ["migrate-db", "--from", "sqlite:\(sqlitePath)", "--to", schema.url]
-                again.standardOutput = FileHandle.nullDevice
-                again.standardError = FileHandle.nullDevice
-                try again.run()
-                again.waitUntilExit()
-                #expect(again.terminationStatus == 1)
+                let again = try await KakinProcesses.run(["migrate-db", "--from", "sqlite:\(sqlitePath)", "--to", schema.url], in: k.directory)
+                #expect(again.status == 1)
             } catch {
                 await database.close()
                 throw error

@@ -27,7 +27,7 @@ import Testing
             #expect(statuses == [201: 1, 409: 63])
             let wallet = try await k.request(1, "GET", "/v1/customers/u1/wallet").json
             #expect(wallet["paid"]?.int64Value == 100)
-            #expect(try k.ledgerCheck().status == 0)
+            #expect(try await k.ledgerCheck().status == 0)
         }
     }
 
@@ -50,7 +50,7 @@ import Testing
             #expect(answers == ["201 ": 33, "409 insufficient_balance": 57])
             let wallet = try await k.request(2, "GET", "/v1/customers/u1/wallet").json
             #expect(wallet["total"]?.int64Value == 10)
-            #expect(try k.ledgerCheck().status == 0)
+            #expect(try await k.ledgerCheck().status == 0)
         }
     }
 
@@ -152,7 +152,7 @@ import Testing
                 }
                 // The kill comes once a third of the operations were answered: under load, whatever the machine's speed.
                 for _ in 0..<3_000 where answered.count < 120 { try await Task.sleep(for: .milliseconds(10)) }
-                k.kill(0)
+                await k.kill(0)
                 try await Task.sleep(for: .milliseconds(300))
                 stop.set()
                 return try await group.reduce(into: []) { $0 += $1 }
@@ -195,7 +195,7 @@ import Testing
                 #expect(seen.count == Set(seen).count, "an operation is in \(customer)'s ledger twice")
                 #expect(Set(seen) == references, "\(customer)'s ledger holds exactly the operations that were answered 201")
             }
-            let check = try k.ledgerCheck()
+            let check = try await k.ledgerCheck()
             #expect(check.status == 0 && check.report["ok"] == true)
         }
     }

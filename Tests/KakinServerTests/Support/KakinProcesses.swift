@@ -16,7 +16,7 @@ import Testing
 final class KakinProcesses: @unchecked Sendable {
     // @unchecked: `servers` changes only in `start`/`restart`, called by the one test that owns this value.
     struct Server {
-        var process: Process
+        var child: ChildProcess
         var port: Int
         var log: URL
     }
@@ -75,17 +75,9 @@ final class KakinProcesses: @unchecked Sendable {
     }
 
     private func launch(index: Int) throws -> Server {
-        let process = Process()
-        process.executableURL = try Self.binary
-        process.arguments = ["serve", "--config", config.path]
         let log = directory.appendingPathComponent("serve-\(index)-\(UUID().uuidString.prefix(4)).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return Server(process: process, port: 0, log: log)
+        let child = try ChildProcess.spawn(try Self.binary.path, ["serve", "--config", config.path], output: log.path + ".out", errors: log.path)
+        return Server(child: child, port: 0, log: log)
     }
 
     private func waitUntilListening(_ server: Server) async throws -> Server {
@@ -100,28 +92,25 @@ final class KakinProcesses: @unchecked Sendable {
                     return ready
                 }
             }
-            guard server.process.isRunning else {
-                throw ProcessFailure(description: "kakin serve exited (\(server.process.terminationStatus)): \(text.suffix(800))")
+            guard server.child.isRunning else {
+                throw ProcessFailure(description: "kakin serve exited (\(await server.child.exit())): \(text.suffix(800))")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Glibc.kill(server.process.processIdentifier, SIGKILL)
+        server.child.signal(SIGKILL)
         throw ProcessFailure(description: "kakin serve did not start within \(Int(Self.startTimeoutSeconds)) s")
     }
 
     /// SIGKILL: no shutdown code runs; whatever the process had in flight is cut off.
-    func kill(_ index: Int) {
-        let process = servers[index].process
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+    func kill(_ index: Int) async {
+        servers[index].child.signal(SIGKILL)
+        _ = await servers[index].child.exit()
     }
 
     /// SIGTERM to every process still running, then removes the files.
-    func stop() {
-        for server in servers where server.process.isRunning {
-            server.process.terminate()
-            server.process.waitUntilExit()
-        }
+    func stop() async {
+        for server in servers { server.child.signal(SIGTERM) }
+        for server in servers { _ = await server.child.exit() }
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -142,17 +131,18 @@ final class KakinProcesses: @unchecked Sendable {
     }
 
     /// `kakin ledger check --config …` on the shared database: its exit status and report.
-    func ledgerCheck() throws -> (status: Int32, report: JSONValue) {
-        let process = Process()
-        process.executableURL = try Self.binary
-        process.arguments = ["ledger", "check", "--config", config.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? JSONParser.parse([UInt8](output))) ?? .null)
+    func ledgerCheck() async throws -> (status: Int32, report: JSONValue) {
+        try await Self.run(["ledger", "check", "--config", config.path], in: directory)
+    }
+
+    /// Runs the kakin binary with `arguments` to its end: its exit status and standard output as JSON.
+    static func run(_ arguments: [String], in directory: URL) async throws -> (status: Int32, report: JSONValue) {
+        let output = directory.appendingPathComponent("run-\(UUID().uuidString.prefix(8)).json")
+        let child = try ChildProcess.spawn(try binary.path, arguments, output: output.path)
+        let status = await child.exit()
+        let bytes = [UInt8]((try? Data(contentsOf: output)) ?? Data())
+        try? FileManager.default.removeItem(at: output)
+        return (status, (try? JSONParser.parse(bytes)) ?? .null)
     }
 
     /// Runs `body` with `count` processes on a fresh schema, and always stops them.
@@ -162,10 +152,10 @@ final class KakinProcesses: @unchecked Sendable {
             do {
                 try await body(processes)
             } catch {
-                processes.stop()
+                await processes.stop()
                 throw error
             }
-            processes.stop()
+            await processes.stop()
         }
     }
 }
