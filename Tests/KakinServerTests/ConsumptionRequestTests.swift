@@ -68,6 +68,35 @@ import Testing
         }
     }
 
+    /// The answer to Apple and the unused-balance report read one engine (`PaidCoinLots`): a refund reversed
+    /// after some of the purchase's coins were spent gives back exactly what the refund took, so Apple hears
+    /// that those coins are used, and the report values what is really held.
+    @Test func aReversedRefundOfAPartlySpentPurchaseIsAnsweredAndReportedAlike() async throws {
+        try await SimulatedKakin.with(consumption: Self.consented) { k in
+            await k.app.consumptionWorker.stop()
+            let small = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!   // 100 paid, ¥120
+            _ = try await k.buy("u1", "coins.1200")                                            // 1,200 paid + 200 free, ¥1,400
+            // The 200 free coins first, then 60 paid: the oldest, the small pack's.
+            try await Self.spend(k, "u1", 260, key: "s1")
+            // Refunded: its 40 left come back, and 60 more from the large pack (the small pack's were spent).
+            try await k.sim("POST", "/simulator/v1/transactions/\(small)/actions", ["action": "refund"])
+            #expect(try await k.app.store.wallet("u1") == WalletBalance(paid: 1140, free: 0))
+            try await k.advance(days: 1)
+            try await k.sim("POST", "/simulator/v1/transactions/\(small)/actions", ["action": "reverseRefund"])
+            #expect(try await k.app.store.wallet("u1") == WalletBalance(paid: 1240, free: 0))
+
+            try await Self.requestRefund(k, small)
+            #expect(await k.app.processDueConsumptionAnswers() == 1)
+            // 60 of its 100 coins were spent before the refund, and still are.
+            #expect(try await Self.received(k, small).first?["request"]?["consumptionPercentage"] == 60_000)
+            // Held: 40 of the small pack at ¥1.2 (¥48) and all 1,200 of the large one (¥1,400).
+            let asOf = String(Timestamp.rfc3339(k.nowMs).prefix(10))
+            let report = try await k.app.desk.unusedBalance(asOf: asOf).json
+            #expect(report["totals"] == [["bundleId": .string(Catalog.demoBundleId), "currency": "JPY", "unusedPaidCoins": 1240,
+                                               "value": 1448, "customers": 1]])
+        }
+    }
+
     @Test func theDeprecatedV1BodyCarriesLifetimeFiguresAndAccountAge() async throws {
         let usd = Catalog([
             Product(productId: "gems.small", kind: .consumable, coins: 100, priceMilli: 4_990, currency: "USD"),

@@ -189,12 +189,8 @@ extension KakinStore {
             var facts = ConsumptionLedgerFacts(customerId: customer, delivered: applied != nil, movements: [], lifetimePurchasedMilli: [:],
                                                lifetimeRefundedMilli: [:])
             guard let customer else { return facts }
-            facts.movements = try db.query("""
-                SELECT kind, paid_delta, reference FROM ledger_entries WHERE customer_id = ? AND paid_delta <> 0 ORDER BY seq LIMIT ?
-                """, [.text(customer), .integer(Int64(Self.consumptionLedgerRowsMax))]).compactMap { row in
-                guard let kind = row.string("kind").flatMap(LedgerEntryKind.init(rawValue:)) else { return nil }
-                return PaidCoinMovement(kind: kind, paid: row.int("paid_delta") ?? 0, reference: row.string("reference") ?? "")
-            }
+            facts.movements = try db.query(Self.paidCoinMovementSelect + " AND l.customer_id = ? ORDER BY l.seq LIMIT ?",
+                                           [.text(customer), .integer(Int64(Self.consumptionLedgerRowsMax))]).compactMap(Self.paidCoinMovement)
             // `kind IN (…)` repeats the partial index's condition.
             for row in try db.query("""
                 SELECT kind, currency, SUM(price_milli) AS total FROM ledger_entries
