@@ -163,5 +163,6 @@ enum Schema {
             CREATE INDEX notifications_by_original ON notifications(original_transaction_id) WHERE original_transaction_id IS NOT NULL;
             """),
         consumptionRequestsMigration,
+        appAccountTokenRequestsMigration,
     ]
 }
