@@ -20,9 +20,7 @@ extension KakinApp {
     /// Sends every app account token due now, up to `limit` (part of the worker's pass; tests call it to wait).
     @discardableResult
     public func processDueAppAccountTokens(limit: Int = appStoreJobBatchMax) async -> Int {
-        await runDueJobs("app account tokens", limit: limit, claim: { now, owner, lease throws(KakinError) in
-            try await store.claimDueAppAccountTokens(nowMs: now, owner: owner, leaseMs: lease, limit: 1).first
-        }, run: setAppAccountToken)
+        await runDueJobs("app account tokens", limit: limit, claim: store.claimDueAppAccountTokens, run: setAppAccountToken)
     }
 
     func setAppAccountToken(_ job: AppAccountTokenJob) async throws(KakinError) {

@@ -42,14 +42,15 @@ extension KakinApp {
 
     /// Claims one due job at a time (so no lease runs out while earlier ones are sent) and runs it, up to
     /// `limit`. A storage failure leaves the job to its lease: it is claimed again when the lease runs out.
+    /// - Parameter claim: the store's claim of that kind (`nowMs`, `owner`, `leaseMs`, `limit`).
     func runDueJobs<Job: Sendable>(_ kind: String, limit: Int,
-                                   claim: (_ nowMs: Int64, _ owner: String, _ leaseMs: Int64) async throws(KakinError) -> Job?,
+                                   claim: (Int64, String, Int64, Int) async throws(KakinError) -> [Job],
                                    run: (Job) async throws(KakinError) -> Void) async -> Int {
         var attempted = 0
         while attempted < limit {
             let job: Job
             do {
-                guard let next = try await claim(retryClock.nowMs(), Self.appStoreJobLeaseOwner, Self.appStoreJobLeaseMs) else { break }
+                guard let next = try await claim(retryClock.nowMs(), Self.appStoreJobLeaseOwner, Self.appStoreJobLeaseMs, 1).first else { break }
                 job = next
             } catch {
                 logger.error("\(kind) unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])

@@ -30,9 +30,7 @@ extension KakinApp {
     /// answers). Returns how many were attempted.
     @discardableResult
     public func processDueConsumptionAnswers(limit: Int = appStoreJobBatchMax) async -> Int {
-        await runDueJobs("consumption answers", limit: limit, claim: { now, owner, lease throws(KakinError) in
-            try await store.claimDueConsumptionAnswers(nowMs: now, owner: owner, leaseMs: lease, limit: 1).first
-        }, run: answer)
+        await runDueJobs("consumption answers", limit: limit, claim: store.claimDueConsumptionAnswers, run: answer)
     }
 
     func answer(_ claimed: ConsumptionJob) async throws(KakinError) {
