@@ -55,3 +55,8 @@ let package = Package(
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]
 )
+
+// libFuzzer targets (Fuzz/README.md): built only by `scripts/fuzz`, as libFuzzer supplies their `main`.
+if Context.environment["KAKIN_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "KakinFuzz", dependencies: ["KakinCore", "AppStoreSecurity", "KakinServer"], path: "Fuzz/KakinFuzz"))
+}

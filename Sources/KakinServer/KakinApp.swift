@@ -108,6 +108,12 @@ public final class KakinApp: Sendable {
             return .error(KakinError(.serviceUnavailable), requestId: requestId)
         case .badRequest:
             return .error(KakinError(.invalidField, "The request line or path is malformed."), requestId: requestId)
+        case .overloaded:
+            return .error(KakinError(.serviceUnavailable, "The server is overloaded; retry shortly."), requestId: requestId)
+        case .headersTooLarge(let limit):
+            return .error(KakinError(.headersTooLarge, "The request line and headers are larger than \(limit) bytes."), requestId: requestId)
+        case .uriTooLong(let limit):
+            return .error(KakinError(.uriTooLong, "The request's path and query are longer than \(limit) bytes."), requestId: requestId)
         }
     }
 

@@ -17,6 +17,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case unauthorized
     case forbidden
     case invalidCursor
+    case headersTooLarge
+    case uriTooLong
+    case storageFull
     // 2xxx: signed data verification (the contract's verification codes)
     case invalidFormat
     case unsupportedAlgorithm
@@ -104,6 +107,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "KKN-1011"
         case .forbidden: return "KKN-1012"
         case .invalidCursor: return "KKN-1013"
+        case .headersTooLarge: return "KKN-1040"
+        case .uriTooLong: return "KKN-1041"
+        case .storageFull: return "KKN-1042"
         case .invalidFormat: return "KKN-2001"
         case .unsupportedAlgorithm: return "KKN-2002"
         case .untrustedCertificate: return "KKN-2003"
@@ -185,6 +191,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "unauthorized"
         case .forbidden: return "forbidden"
         case .invalidCursor: return "invalid_cursor"
+        case .headersTooLarge: return "request_header_fields_too_large"
+        case .uriTooLong: return "uri_too_long"
+        case .storageFull: return "retryable_failure"
         case .invalidFormat: return "invalid_format"
         case .unsupportedAlgorithm: return "unsupported_algorithm"
         case .untrustedCertificate: return "untrusted_certificate"
@@ -256,8 +265,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .bodyTooLarge: return 413
         case .routeNotFound: return 404
         case .methodNotAllowed: return 405
-        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable:
+        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable, .storageFull:
             return 503
+        case .headersTooLarge: return 431
+        case .uriTooLong: return 414
         case .unauthorized: return 401
         case .forbidden, .belongsToAnotherCustomer, .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return 403
         case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
@@ -303,6 +314,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "Missing or invalid credentials."
         case .forbidden: return "These credentials may not do this."
         case .invalidCursor: return "The cursor is not one this server issued."
+        case .headersTooLarge: return "The request line and headers are larger than the server accepts."
+        case .uriTooLong: return "The request's path and query are longer than the server accepts."
+        case .storageFull: return "The database is out of disk space; nothing was changed, retry later."
         case .invalidFormat: return "The signed data is not a well-formed App Store JWS."
         case .unsupportedAlgorithm: return "The signed data uses an algorithm other than ES256."
         case .untrustedCertificate: return "The signing certificates do not chain to a trusted Apple root, lack Apple's markers, or were not valid when the data was signed."

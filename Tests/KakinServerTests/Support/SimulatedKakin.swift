@@ -66,8 +66,8 @@ final class SimulatedKakin: Sendable {
         var description: String { "simulator answered \(status): \(body)" }
     }
 
-    /// Calls the simulator's control API in-process and lets Kakin apply what it was sent. The path may end
-    /// in a query (`?name=value&…`, not percent-encoded).
+    /// Calls the simulator's control API in-process; it answers once Kakin has applied what it was sent
+    /// (local mode's read-your-writes). The path may end in a query (`?name=value&…`, not percent-encoded).
     @discardableResult
     func sim(_ method: String, _ pathAndQuery: String, _ body: JSONValue? = nil) async throws -> JSONValue {
         var headers = HTTPHeaders()
@@ -84,7 +84,6 @@ final class SimulatedKakin: Sendable {
         guard (200..<300).contains(response.status) else {
             throw SimulatorRefused(status: response.status, body: String(decoding: response.body, as: UTF8.self))
         }
-        await app.drainNotifications()
         return (try? JSONParser.parse(response.body)) ?? .null
     }
 
