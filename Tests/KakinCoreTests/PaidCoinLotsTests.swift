@@ -12,11 +12,7 @@ import Testing
     func reverse(_ id: String, _ paid: Int64) -> PaidCoinMovement { PaidCoinMovement(kind: .refundReversed, paid: paid, reference: id) }
 
     func spent(_ id: String, _ movements: [PaidCoinMovement]) -> Int64? { PaidCoinLots.lot(of: id, in: movements)?.spent }
-    func engine(_ movements: [PaidCoinMovement]) -> PaidCoinLots {
-        var e = PaidCoinLots()
-        for m in movements { e.apply(m) }
-        return e
-    }
+    func engine(_ movements: [PaidCoinMovement]) -> PaidCoinLots { PaidCoinLots(movements) }
     /// What the held coins are worth, in yen (rounded down per lot to a milliunit, then to yen).
     func heldYen(_ movements: [PaidCoinMovement]) -> Int64 { engine(movements).held.reduce(0) { $0 + $1.remainingValueMilli } / 1000 }
 

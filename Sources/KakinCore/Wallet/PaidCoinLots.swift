@@ -87,18 +87,17 @@ public struct PaidCoinLots: Sendable, Hashable {
 
     public init() {}
 
-    /// Replays `movements` (ledger order) into lots.
-    public static func lots(_ movements: [PaidCoinMovement]) -> [Lot] {
-        var engine = PaidCoinLots()
-        for m in movements { engine.apply(m) }
-        return engine.lots
+    /// Replays `movements` (ledger order).
+    public init(_ movements: [PaidCoinMovement]) {
+        for m in movements { apply(m) }
     }
 
     /// The lot of one purchase: its paid coins and how many of them are used.
+    public func lot(of transactionId: String) -> Lot? { purchaseLots[transactionId].map { lots[$0] } }
+
+    /// The lot of one purchase after `movements` (ledger order).
     public static func lot(of transactionId: String, in movements: [PaidCoinMovement]) -> Lot? {
-        var engine = PaidCoinLots()
-        for m in movements { engine.apply(m) }
-        return engine.purchaseLots[transactionId].map { engine.lots[$0] }
+        PaidCoinLots(movements).lot(of: transactionId)
     }
 
     /// The lots still holding coins, oldest first.
