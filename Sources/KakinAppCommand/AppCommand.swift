@@ -9,7 +9,7 @@ import KakinKitSimulator
 
 public enum AppCommand {
     static let usage = """
-        usage: kakin app --server URL --customer ID --state DIR <command> [--json]
+        usage: kakin app --server URL --customer ID --state DIR [--token TOKEN] <command> [--json]
 
           launch                 the launch sequence: listen to updates, retry unfinished transactions, status
           buy PRODUCT [--offer ID] [--fail-at payment|send|finish]
@@ -23,6 +23,9 @@ public enum AppCommand {
 
         --server is Kakin in local mode (its simulator is under /simulator/); --state holds the device
         (its unfinished transactions and Apple account) between invocations.
+        --token is the bearer token for a Kakin with auth configured: the customer's token (an HS256 JWT
+        your auth server issues, sub = the customer ID) or a backend API key; default: the environment
+        variable KAKIN_CUSTOMER_TOKEN (keeps it out of the process list). Without either, no Authorization.
         exit: 0 ok, 3 refused because an earlier purchase of that product is still unfinished,
               1 other errors (the KKN-… ID is printed), 2 usage
         """
@@ -44,7 +47,12 @@ public enum AppCommand {
         var offer: String?
         var failAt: FailPoint?
         var json = false
+        /// Bearer token for Kakin's customer routes (`--token`, else `KAKIN_CUSTOMER_TOKEN`).
+        var token: String?
     }
+
+    static let tokenEnvironmentVariable = "KAKIN_CUSTOMER_TOKEN"
+    static let tokenLengthMax = 4096
 
     struct UsageError: Error {
         var message: String
@@ -58,7 +66,7 @@ public enum AppCommand {
         }
         let options: Options
         do {
-            options = try parse(arguments)
+            options = try parse(arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
             Output.error("kakin app: \(error.message) (see kakin app --help)")
             return 2
@@ -66,12 +74,12 @@ public enum AppCommand {
         return await AppSession(options).run()
     }
 
-    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+    static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Options {
         var values: [String: String] = [:]
         var json = false
         var positionals: [String] = []
         var i = 0
-        let valued: Set<String> = ["server", "customer", "state", "offer", "fail-at"]
+        let valued: Set<String> = ["server", "customer", "state", "offer", "fail-at", "token"]
         while i < arguments.count {
             let a = arguments[i]
             i += 1
@@ -115,6 +123,12 @@ public enum AppCommand {
         guard let command = Command(rawValue: first) else { throw UsageError(message: "unknown command \(first)") }
         var options = Options(server: server, customer: customer, state: URL(fileURLWithPath: state, isDirectory: true),
                               command: command, json: json)
+        if let token = values["token"] ?? environment[tokenEnvironmentVariable].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard (1...tokenLengthMax).contains(token.utf8.count), token.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                throw UsageError(message: "--token (or \(tokenEnvironmentVariable)) must be 1 to \(tokenLengthMax) printable characters without spaces")
+            }
+            options.token = token
+        }
         if command == .buy {
             guard positionals.count == 2 else { throw UsageError(message: "buy takes one PRODUCT") }
             options.product = positionals[1]
@@ -145,7 +159,8 @@ struct AppSession {
     static let retryPolicy = RetryPolicy(attemptsMax: 3, initialDelay: .milliseconds(200), delayMax: .seconds(1))
 
     func run() async -> Int32 {
-        let backend = URLSessionBackend(baseURL: options.server)
+        let token = options.token
+        let backend = URLSessionBackend(baseURL: options.server, customerToken: token.map { t in { @Sendable _ in t } })
         let coordinator: PurchaseCoordinator
         do {
             let store = try await device(backend)
@@ -226,6 +241,7 @@ struct StoppingStore: Store {
     func currentEntitlements() async -> [StoreTransaction] { await inner.currentEntitlements() }
     func products(for ids: [String]) async throws(KakinKitError) -> [StoreProduct] { try await inner.products(for: ids) }
     func sync() async throws(KakinKitError) { try await inner.sync() }
+    func appTransactionID() async -> String? { await inner.appTransactionID() }
 
     func purchase(_ productID: String, options: StorePurchaseOptions) async throws(KakinKitError) -> StorePurchaseResult {
         let result = try await inner.purchase(productID, options: options)
@@ -255,5 +271,8 @@ struct DroppingBackend: Backend {
     func offerSignature(_ customerID: String, productID: String, offerID: String,
                         format: OfferSignatureFormat) async throws(KakinKitError) -> SignedOffer {
         try await inner.offerSignature(customerID, productID: productID, offerID: offerID, format: format)
+    }
+    func introductoryOfferEligibility(_ customerID: String, productID: String, appTransactionID: String?) async throws(KakinKitError) -> String? {
+        try await inner.introductoryOfferEligibility(customerID, productID: productID, appTransactionID: appTransactionID)
     }
 }

@@ -41,8 +41,9 @@ public final class KakinApp: Sendable {
     public let notificationWorker = BackgroundLoop(pollIntervalMs: 1000)
     /// This process's share of the background work when several processes run on one database.
     let claims = NotificationClaims()
-    /// Sends answers to CONSUMPTION_REQUESTs (woken when one is scheduled, polling for retries).
-    public let consumptionWorker = BackgroundLoop(pollIntervalMs: 15_000)
+    /// Makes the calls Kakin owes the App Store: answers to CONSUMPTION_REQUESTs, app account tokens (woken when
+    /// one is scheduled, polling for retries; `AppStoreJobs.swift`).
+    public let appStoreJobsWorker = BackgroundLoop(pollIntervalMs: 15_000)
     /// Schedules processing retries in real time, whatever clock the business logic runs on.
     let retryClock: any Clock
     /// Writes the errors this process answered to the database, for support lookups by request ID.

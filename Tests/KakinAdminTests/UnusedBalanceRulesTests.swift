@@ -6,32 +6,31 @@ import Testing
 /// The report's rules on hand-made ledgers (the end-to-end figure through the server is in KakinServerTests).
 @Suite struct UnusedBalanceRules {
     static let app = "com.example.app"
-    var seq: Int64 = 0
 
-    mutating func m(_ customer: String, _ kind: String, _ paid: Int64, ref: String, price: Int64? = nil, currency: String? = "JPY",
-                    product: String? = "coins") -> ReportPaidMovement {
-        seq += 1
-        return ReportPaidMovement(customerId: customer, seq: seq, atMs: seq, kind: kind, paid: paid, reference: ref, priceMilli: price,
-                                currency: price == nil ? nil : currency, bundleId: Self.app, productId: product)
+    func m(_ customer: String, _ kind: LedgerEntryKind, _ paid: Int64, ref: String, price: Int64? = nil, currency: String? = "JPY",
+                    product: String? = "coins") -> (customerId: String, movement: PaidCoinMovement) {
+        (customer, PaidCoinMovement(kind: kind, paid: paid, reference: ref, priceMilli: price, currency: price == nil ? nil : currency,
+                                    bundleId: Self.app, productId: product))
     }
 
-    func run(_ movements: [ReportPaidMovement], fallback: @escaping (ReportPaidMovement) -> (priceMilli: Int64, currency: String)? = { _ in nil })
+    func run(_ movements: [(customerId: String, movement: PaidCoinMovement)],
+             fallback: @escaping (PaidCoinMovement) -> (priceMilli: Int64, currency: String)? = { _ in nil })
         -> (totals: [UnusedBalanceTotal], lines: [UnusedBalanceLine]) {
         var c = UnusedBalanceComputation(includes: { _ in true }, timeZone: { _ in "Asia/Tokyo" }, fallbackPrice: fallback)
         var lines: [UnusedBalanceLine] = []
         for x in movements {
-            c.add(x)
+            c.add(customerId: x.customerId, x.movement)
             lines += c.takeLines()
         }
         let totals = c.finish()
         return (totals, lines + c.takeLines())
     }
 
-    @Test mutating func spendsConsumeTheOldestPurchaseFirstAtItsOwnPrice() {
+    @Test func spendsConsumeTheOldestPurchaseFirstAtItsOwnPrice() {
         let (totals, _) = run([
-            m("a", "purchase", 500, ref: "t1", price: 600_000),   // 1.2 yen a coin
-            m("a", "purchase", 100, ref: "t2", price: 100_000),   // 1.0 yen a coin (a sale)
-            m("a", "spend", -550, ref: "s1"),                      // all of t1, 50 of t2
+            m("a", .purchase, 500, ref: "t1", price: 600_000),   // 1.2 yen a coin
+            m("a", .purchase, 100, ref: "t2", price: 100_000),   // 1.0 yen a coin (a sale)
+            m("a", .spend, -550, ref: "s1"),                      // all of t1, 50 of t2
         ])
         #expect(totals.count == 1)
         #expect(totals[0].unusedPaidCoins == 50)
@@ -39,44 +38,61 @@ import Testing
         #expect(totals[0].customers == 1)
     }
 
-    @Test mutating func aRefundTakesItsOwnCoinsFirst() {
+    @Test func aRefundTakesItsOwnCoinsFirst() {
         let (totals, _) = run([
-            m("a", "purchase", 100, ref: "t1", price: 120_000),
-            m("a", "purchase", 100, ref: "t2", price: 200_000),
-            m("a", "refund", -100, ref: "t2"),                     // t2's own coins go back, t1 stays
+            m("a", .purchase, 100, ref: "t1", price: 120_000),
+            m("a", .purchase, 100, ref: "t2", price: 200_000),
+            m("a", .refund, -100, ref: "t2"),                     // t2's own coins go back, t1 stays
         ])
         #expect(totals.first?.unusedPaidCoins == 100)
         #expect(totals.first?.value == 120)
     }
 
-    @Test mutating func aRefundOfSpentCoinsIsADebtTheNextPurchasePaysFirst() {
+    @Test func aRefundOfSpentCoinsIsADebtTheNextPurchasePaysFirst() {
         let (totals, lines) = run([
-            m("b", "purchase", 500, ref: "t1", price: 600_000),
-            m("b", "spend", -400, ref: "s1"),
-            m("b", "refund", -500, ref: "t1"),                     // 100 left in t1, 400 owed
-            m("b", "purchase", 500, ref: "t2", price: 600_000),    // pays the 400 first
+            m("b", .purchase, 500, ref: "t1", price: 600_000),
+            m("b", .spend, -400, ref: "s1"),
+            m("b", .refund, -500, ref: "t1"),                     // 100 left in t1, 400 owed
+            m("b", .purchase, 500, ref: "t2", price: 600_000),    // pays the 400 first
         ])
         #expect(totals.first?.unusedPaidCoins == 100)
         #expect(totals.first?.value == 120)
         #expect(lines == [UnusedBalanceLine(bundleId: Self.app, currency: "JPY", customerId: "b", unusedPaidCoins: 100, valueMilli: 120_000)])
     }
 
-    @Test mutating func aReversalCreditsAtThePurchasePrice() {
+    @Test func aReversalGivesThePurchaseItsCoinsBackAtItsPrice() {
         let (totals, _) = run([
-            m("d", "purchase", 100, ref: "t1", price: 120_000),
-            m("d", "refund", -100, ref: "t1"),
-            m("d", "refundReversed", 100, ref: "t1", price: 120_000),
+            m("d", .purchase, 100, ref: "t1", price: 120_000),
+            m("d", .refund, -100, ref: "t1"),
+            m("d", .refundReversed, 100, ref: "t1", price: 120_000),
         ])
         #expect(totals.first?.unusedPaidCoins == 100)
         #expect(totals.first?.value == 120)
     }
 
-    @Test mutating func freeCoinsNeverCountAndCustomersAreCountedPerCurrency() {
+    /// The report and the refund-request answer read the same engine: a reversed purchase is valued where it
+    /// stood, and spends after the reversal take its coins first again.
+    @Test func aReversedPurchaseKeepsItsPlaceAsTheRefundRequestAnswerSeesIt() {
+        let movements = [
+            m("e", .purchase, 100, ref: "t1", price: 100_000),    // ¥1 a coin
+            m("e", .purchase, 100, ref: "t2", price: 200_000),    // ¥2 a coin
+            m("e", .refund, -100, ref: "t1"),
+            m("e", .spend, -50, ref: "s1"),                        // only t2's coins are held
+            m("e", .refundReversed, 100, ref: "t1", price: 100_000),
+            m("e", .spend, -50, ref: "s2"),                        // t1's, the oldest again
+        ]
+        let (totals, _) = run(movements)
+        #expect(totals.first?.unusedPaidCoins == 100)
+        #expect(totals.first?.value == 150)   // 50 of t1 at ¥1, 50 of t2 at ¥2
+        #expect(PaidCoinLots.lot(of: "t1", in: movements.map(\.movement))?.spent == 50)
+    }
+
+    @Test func freeCoinsNeverCountAndCustomersAreCountedPerCurrency() {
         let (totals, _) = run([
-            m("a", "purchase", 100, ref: "t1", price: 120_000),
-            m("b", "purchase", 100, ref: "t2", price: 990, currency: "USD"),
-            m("c", "purchase", 100, ref: "t3", price: 120_000),
-            m("c", "spend", -100, ref: "s1"),
+            m("a", .purchase, 100, ref: "t1", price: 120_000),
+            m("b", .purchase, 100, ref: "t2", price: 990, currency: "USD"),
+            m("c", .purchase, 100, ref: "t3", price: 120_000),
+            m("c", .spend, -100, ref: "s1"),
         ])
         #expect(totals.map(\.currency) == ["JPY", "USD"])
         #expect(totals[0].customers == 1)
@@ -84,19 +100,11 @@ import Testing
         #expect(totals[1].value == 0)   // 0.99 dollars, rounded down
     }
 
-    @Test mutating func aPurchaseWithoutPriceIsValuedFromTheCatalogOrCountedAsNoCurrency() {
-        let movements = [m("a", "purchase", 300, ref: "t1", product: "coins.100"), m("b", "purchase", 10, ref: "t2", product: "unknown")]
+    @Test func aPurchaseWithoutPriceIsValuedFromTheCatalogOrCountedAsNoCurrency() {
+        let movements = [m("a", .purchase, 300, ref: "t1", product: "coins.100"), m("b", .purchase, 10, ref: "t2", product: "unknown")]
         let (totals, _) = run(movements) { mv in mv.productId == "coins.100" ? (120_000 * mv.paid / 100, "JPY") : nil }
         #expect(totals.first { $0.currency == "JPY" }?.value == 360)
         #expect(totals.first { $0.currency == "XXX" }?.unusedPaidCoins == 10)
-    }
-
-    @Test func lotValuesRoundDownPerLotAndTotalsPerCurrency() {
-        var lots = PaidCoinLots()
-        lots.credit(3, priceMilli: 1000, currency: "JPY", bundleId: "x", transactionId: "t")
-        lots.debit(1, preferring: nil)
-        #expect(lots.remaining().first?.value.valueMilli == 666)
-        #expect(lots.balance == 2)
     }
 
     @Test func reportingDayEndsAtMidnightInTheAppsTimeZone() {

@@ -1,49 +1,9 @@
 import KakinCore
 import Testing
 
-/// How much of a coin purchase is used (paid coins, first in first out) and what Kakin tells Apple about it.
+/// What Kakin tells Apple about a purchase a customer asks to have refunded (how much of it is used comes from
+/// `PaidCoinLots`, tested in `PaidCoinLotsTests`).
 @Suite struct ConsumptionInformationTests {
-    func buy(_ id: String, _ paid: Int64) -> PaidCoinMovement { PaidCoinMovement(kind: .purchase, paid: paid, reference: id) }
-    func spend(_ paid: Int64) -> PaidCoinMovement { PaidCoinMovement(kind: .spend, paid: -paid, reference: "sp") }
-    func refund(_ id: String, _ paid: Int64) -> PaidCoinMovement { PaidCoinMovement(kind: .refund, paid: -paid, reference: id) }
-    func reverse(_ id: String, _ paid: Int64) -> PaidCoinMovement { PaidCoinMovement(kind: .refundReversed, paid: paid, reference: id) }
-
-    func spent(_ id: String, _ movements: [PaidCoinMovement]) -> Int64? { PaidCoinLots.lot(of: id, in: movements)?.spent }
-
-    @Test func spendsUseTheOldestPaidCoinsFirst() {
-        let m = [buy("a", 100), buy("b", 500), spend(250)]
-        #expect(spent("a", m) == 100)
-        #expect(spent("b", m) == 150)
-        #expect(spent("c", m) == nil)
-    }
-
-    @Test func aRefundTakesBackItsOwnCoinsFirstThenTheOldest() {
-        // b's coins partly spent (a's first), then b refunded: its 400 left come back, the 100 already gone
-        // come out of what is left elsewhere (c), which then counts as used.
-        let m = [buy("a", 100), buy("b", 500), spend(200), buy("c", 300), refund("b", 500)]
-        #expect(spent("a", m) == 100)
-        #expect(spent("b", m) == 500)
-        #expect(spent("c", m) == 100)
-        // Reversing the refund gives b's coins back, up to what it held.
-        let reversed = m + [reverse("b", 500)]
-        #expect(spent("b", reversed) == 0)
-        // The lots hold exactly the paid balance: 100 + 500 - 200 + 300 - 500 + 500.
-        let held: Int64 = PaidCoinLots.lots(reversed).map(\.remaining).reduce(0, +)
-        #expect(held == 700)
-    }
-
-    @Test func aNegativeBalanceIsCoveredByTheNextPurchase() {
-        // a bought and spent, then refunded: the balance is -100; b's first 100 coins cover that debt.
-        let m = [buy("a", 100), spend(100), refund("a", 100), buy("b", 300)]
-        #expect(spent("b", m) == 100)
-        #expect(PaidCoinLots.lots(m).map(\.remaining).reduce(0, +) == 200)
-    }
-
-    @Test func freeCoinAndAdjustmentMovementsAreTheirOwnLots() {
-        let m = [PaidCoinMovement(kind: .adjustment, paid: 50, reference: "adj"), buy("a", 100), spend(100)]
-        #expect(spent("a", m) == 50)
-    }
-
     @Test func milliPercentageIsAppleMilliunitsRoundedDown() {
         #expect(ConsumptionInformation.milliPercentage(used: 100, of: 500) == 20_000)
         #expect(ConsumptionInformation.milliPercentage(used: 1, of: 3) == 33_333)

@@ -5,7 +5,8 @@ import KakinCore
 import Testing
 
 /// `/admin/` in a real browser: headless Chromium (Debian's `chromium` + `chromium-driver`, installed by
-/// `scripts/setup-browser`) signs in, searches by an order ID, opens the customer page and grants free coins.
+/// `scripts/setup-browser`) signs in, searches by an order ID, opens the customer page, grants free coins and
+/// extends the customer's subscription.
 /// Screenshots are kept in `.build/test-artifacts/admin-browser/` (overwritten by each run).
 /// `./scripts/test` sets `KAKIN_BROWSER_TEST=required`, so a missing browser fails there instead of skipping.
 @Suite(.enabled(if: WebDriver.isInstalled || ProcessInfo.processInfo.environment["KAKIN_BROWSER_TEST"] == "required"))
@@ -18,7 +19,7 @@ struct AdminInABrowser {
     }
 
     @Test(.timeLimit(.minutes(5)))
-    func supportSignsInFindsAPurchaseByOrderIdAndGrantsCoins() async throws {
+    func supportSignsInFindsAPurchaseByOrderIdGrantsCoinsAndExtendsTheSubscription() async throws {
         let auth = Configuration.Auth(apiKeys: [.init(sha256: Hex.encode(SHA256Hash.digest(Array(Self.adminKey.utf8))), scope: .admin)],
                                       customerTokenSecret: nil)
         try await SimulatedKakin.with(auth: auth) { k in
@@ -65,10 +66,19 @@ struct AdminInABrowser {
                 #expect(granted.contains("goodwill for KKN-3004"))
                 try await browser.screenshot(to: dir.appendingPathComponent("4-after-grant.png").path)
 
+                // Extend the subscription by a week (the form's first reason: customer satisfaction).
+                try await browser.type("form.extend input[name=days]", "7")
+                try await browser.click("form.extend button")
+                let extended = try await browser.waitFor("the extension's confirmation") { _, source in
+                    source.contains("Subscription extended at the App Store")
+                }
+                #expect(extended.contains("subscription.extended"))
+                try await browser.screenshot(to: dir.appendingPathComponent("5-after-extension.png").path)
+
                 try await browser.resize(width: 390, height: 1800)
                 try await browser.open(base + "/admin/customers/u1")
                 try await browser.waitFor("the customer page on a phone") { _, source in source.contains("<h1>Customer u1</h1>") }
-                try await browser.screenshot(to: dir.appendingPathComponent("5-customer-on-a-phone.png").path)
+                try await browser.screenshot(to: dir.appendingPathComponent("6-customer-on-a-phone.png").path)
             } catch {
                 await browser.quit()
                 throw error
@@ -78,7 +88,9 @@ struct AdminInABrowser {
             #expect(try await k.app.store.wallet("u1").free == 50 + 50)   // the pack's bonus and the grant
             let events = try await k.app.store.timeline(customerId: "u1", limit: 100, after: nil).items
             #expect(events.contains { $0.kind == "admin.grant" && $0.detail["by"]?.stringValue?.hasPrefix("Aiko (key ") == true })
-            for name in ["1-sign-in", "2-search-by-order-id", "3-customer", "4-after-grant", "5-customer-on-a-phone"] {
+            #expect(events.contains { $0.kind == "subscription.extended" && $0.detail["by"]?.stringValue?.hasPrefix("Aiko (key ") == true
+                && $0.detail["days"] == 7 && $0.detail["reasonCode"] == 1 })
+            for name in ["1-sign-in", "2-search-by-order-id", "3-customer", "4-after-grant", "5-after-extension", "6-customer-on-a-phone"] {
                 let size = (try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("\(name).png").path)[.size] as? Int) ?? 0
                 #expect(size > 5_000, "\(name).png")
             }

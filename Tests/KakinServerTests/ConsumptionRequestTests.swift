@@ -32,7 +32,7 @@ import Testing
 
     @Test func aPartlySpentCoinPurchaseIsAnsweredWithTheLedgersFigures() async throws {
         try await SimulatedKakin.with(consumption: Self.consented) { k in
-            await k.app.consumptionWorker.stop()
+            await k.app.appStoreJobsWorker.stop()
             let first = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!
             try await k.advance(days: 3)
             let second = try await k.buy("u1", "coins.500")["transactionId"]!.stringValue!
@@ -68,6 +68,35 @@ import Testing
         }
     }
 
+    /// The answer to Apple and the unused-balance report read one engine (`PaidCoinLots`): a refund reversed
+    /// after some of the purchase's coins were spent gives back exactly what the refund took, so Apple hears
+    /// that those coins are used, and the report values what is really held.
+    @Test func aReversedRefundOfAPartlySpentPurchaseIsAnsweredAndReportedAlike() async throws {
+        try await SimulatedKakin.with(consumption: Self.consented) { k in
+            await k.app.appStoreJobsWorker.stop()
+            let small = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!   // 100 paid, ¥120
+            _ = try await k.buy("u1", "coins.1200")                                            // 1,200 paid + 200 free, ¥1,400
+            // The 200 free coins first, then 60 paid: the oldest, the small pack's.
+            try await Self.spend(k, "u1", 260, key: "s1")
+            // Refunded: its 40 left come back, and 60 more from the large pack (the small pack's were spent).
+            try await k.sim("POST", "/simulator/v1/transactions/\(small)/actions", ["action": "refund"])
+            #expect(try await k.app.store.wallet("u1") == WalletBalance(paid: 1140, free: 0))
+            try await k.advance(days: 1)
+            try await k.sim("POST", "/simulator/v1/transactions/\(small)/actions", ["action": "reverseRefund"])
+            #expect(try await k.app.store.wallet("u1") == WalletBalance(paid: 1240, free: 0))
+
+            try await Self.requestRefund(k, small)
+            #expect(await k.app.processDueConsumptionAnswers() == 1)
+            // 60 of its 100 coins were spent before the refund, and still are.
+            #expect(try await Self.received(k, small).first?["request"]?["consumptionPercentage"] == 60_000)
+            // Held: 40 of the small pack at ¥1.2 (¥48) and all 1,200 of the large one (¥1,400).
+            let asOf = String(Timestamp.rfc3339(k.nowMs).prefix(10))
+            let report = try await k.app.desk.unusedBalance(asOf: asOf).json
+            #expect(report["totals"] == [["bundleId": .string(Catalog.demoBundleId), "currency": "JPY", "unusedPaidCoins": 1240,
+                                               "value": 1448, "customers": 1]])
+        }
+    }
+
     @Test func theDeprecatedV1BodyCarriesLifetimeFiguresAndAccountAge() async throws {
         let usd = Catalog([
             Product(productId: "gems.small", kind: .consumable, coins: 100, priceMilli: 4_990, currency: "USD"),
@@ -75,7 +104,7 @@ import Testing
         ])
         try await SimulatedKakin.with(catalog: usd, consumption: ConsumptionInformationPolicy(customerConsented: true, sampleContentProvided: true,
                                                                                               version: 1)) { k in
-            await k.app.consumptionWorker.stop()
+            await k.app.appStoreJobsWorker.stop()
             let token = try await k.token("u1")
             try await k.advance(days: 12)
             let small = try await k.buy("u1", "gems.small")["transactionId"]!.stringValue!
@@ -98,7 +127,7 @@ import Testing
 
     @Test func aSubscriptionsRefundRequestIsAnsweredWithDeliveryOnly() async throws {
         try await SimulatedKakin.with(consumption: Self.consented) { k in
-            await k.app.consumptionWorker.stop()
+            await k.app.appStoreJobsWorker.stop()
             let ot = try await k.buy("u1", "premium.monthly")["originalTransactionId"]!.stringValue!
             try await k.advance(days: 10)
             let paid = try #require(try await k.sim("GET", "/simulator/v1/subscriptions/\(ot)")["latestTransactionId"]?.stringValue)
@@ -112,7 +141,7 @@ import Testing
 
     @Test func withoutConsentNothingIsSentAndTheRequestIsKept() async throws {
         try await SimulatedKakin.with { k in
-            await k.app.consumptionWorker.stop()
+            await k.app.appStoreJobsWorker.stop()
             let coins = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!
             try await Self.requestRefund(k, coins)
             #expect(await k.app.processDueConsumptionAnswers() == 0)
@@ -123,7 +152,7 @@ import Testing
 
     @Test func anAnswerThatCannotGetThroughWithinTwelveHoursExpires() async throws {
         try await SimulatedKakin.with(consumption: Self.consented) { k in
-            await k.app.consumptionWorker.stop()
+            await k.app.appStoreJobsWorker.stop()
             let coins = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!
             try await Self.requestRefund(k, coins)
             try await k.advance(to: k.nowMs + ConsumptionInformation.answerWindowMs)
@@ -137,7 +166,7 @@ import Testing
 
     @Test func aPendingAnswerSurvivesARestartAndIsSentOnce() async throws {
         let k = try await SimulatedKakin.start(consumption: Self.consented)
-        await k.app.consumptionWorker.stop()
+        await k.app.appStoreJobsWorker.stop()
         // The App Store Server API is unreachable for now: the attempt fails and is kept for later.
         k.app.appStoreAPI.withLock { $0 = nil }
         let coins = try await k.buy("u1", "coins.500")["transactionId"]!.stringValue!
@@ -153,7 +182,7 @@ import Testing
         // A new process on the same database: its worker picks the answer up when it is due.
         let restarted = try await KakinRuntime.start(k.local.runtimeOptions())
         try await k.local.attach(to: restarted)
-        await restarted.app.consumptionWorker.stop()
+        await restarted.app.appStoreJobsWorker.stop()
         try await restarted.app.store.database.write { db in
             _ = try db.execute("UPDATE consumption_requests SET next_attempt_ms = 0", [])
         }

@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import KakinCore
+@testable import KakinServer
 import KakinKit
 import KakinKitSimulator
 import Testing
@@ -131,6 +132,37 @@ struct KakinAppTests {
         }
     }
 
+    /// Against a Kakin with `auth`: the customer's token from `--token` or `KAKIN_CUSTOMER_TOKEN` is sent as the
+    /// bearer; without one, or with another customer's, Kakin refuses and the app says why with the ID.
+    @Test func aKakinWithAuthIsReachedWithTheCustomersToken() async throws {
+        let auth = Configuration.Auth(apiKeys: [], customerTokenSecret: Authentication.secret)
+        try await SimulatedKakin.with(auth: auth) { sk in
+            let device = Self.deviceDirectory()
+            let base = ["app", "--server", "http://127.0.0.1:\(sk.runtime.port)", "--customer", "u1", "--state", device]
+            let anonymous = try await KakinProcess.run(base + ["status"])
+            #expect(anonymous.status == 1, "\(anonymous)")
+            #expect(anonymous.stdout.contains("KKN-1011"), "\(anonymous)")
+            let someoneElse = try await KakinProcess.run(base + ["--token", Authentication.customerToken("u2"), "status"])
+            #expect(someoneElse.status == 1, "\(someoneElse)")
+            #expect(someoneElse.stdout.contains("KKN-1012"), "\(someoneElse)")
+
+            let token = Authentication.customerToken("u1")
+            let status = try await KakinProcess.run(base + ["--token", token, "status"])
+            #expect(status.status == 0, "\(status)")
+            #expect(status.stdout.hasPrefix("customer u1: new\n"), "\(status)")
+            // From the environment (out of the process list), for every command of the session.
+            let buy = try await KakinProcess.run(base + ["buy", "coins.100"], environment: ["KAKIN_CUSTOMER_TOKEN": token])
+            #expect(buy.status == 0, "\(buy)")
+            #expect(buy.stdout.hasPrefix("bought coins.100: transaction "), "\(buy)")
+            let wallet = try await KakinProcess.run(base + ["wallet"], environment: ["KAKIN_CUSTOMER_TOKEN": token])
+            #expect(wallet.stdout.contains("paid 100"), "\(wallet)")
+            // --token wins over the environment.
+            let flagWins = try await KakinProcess.run(base + ["--token", token, "status"], environment: ["KAKIN_CUSTOMER_TOKEN": "not-a-token"])
+            #expect(flagWins.status == 0, "\(flagWins)")
+            #expect(try await KakinProcess.run(base + ["--token", "has space", "status"]).status == 2)
+        }
+    }
+
     @Test func usageErrorsExit2() async throws {
         let missing = try await KakinProcess.run(["app", "--customer", "u1", "--state", "/tmp/x", "launch"])
         #expect(missing.status == 2)
@@ -195,6 +227,39 @@ struct KakinAppTests {
             let settled = await Self.settledWallet(sk)
             #expect(settled.paid == 0)
             #expect(settled.purchases == 1)
+        }
+    }
+
+    /// KakinKit buys a subscription with Kakin's signed introductory-offer eligibility, which the simulator
+    /// follows like the App Store: a customer who subscribed before (with an offer code, so the App Store's own
+    /// rule would still give the free week) gets none; a new customer, named by the device's app transaction,
+    /// gets it.
+    @Test func aSubscriptionIsBoughtWithKakinsIntroductoryEligibility() async throws {
+        try await SimulatedKakin.with(catalog: OfferCodeAndWinBackFlows.catalog) { sk in
+            // u1 and u3 first subscribed with an offer code (no introductory offer used; the app handed the redemption
+            // to Kakin), then lapsed.
+            for customer in ["u1", "u3"] {
+                let redeemed = try await sk.buy(customer, "premium.monthly", offer: ["type": "offerCode", "id": "Free month"])
+                #expect(await sk.kakin("POST", "/v1/customers/\(customer)/transactions", ["signedTransaction": redeemed["signedTransaction"]!]).status == 201)
+                try await sk.action(try #require(redeemed["originalTransactionId"]?.stringValue), "disableAutoRenew")
+            }
+            try await sk.advance(days: 40)
+            #expect(try await sk.status("u1")["eligibility"]?["introductoryOffer"]?["premium"] == false)
+
+            // Without Kakin's word the App Store would give u3 the free week again.
+            try await sk.buy("u3", "premium.monthly")
+            #expect(try await sk.subscription("u3")["offer"]?["type"] == "introductory")
+
+            let returning = try await Self.coordinator(sk, device: Self.deviceDirectory(), customer: "u1")
+            #expect(await returning.purchase("premium.monthly").completedTransaction != nil)
+            #expect(try await sk.subscription("u1")["state"] == "subscribed")
+            #expect(try await sk.subscription("u1")["offer"] == .null, "Kakin said not eligible: no free week")
+
+            let newcomer = try await Self.coordinator(sk, device: Self.deviceDirectory(), customer: "u2")
+            #expect(await newcomer.purchase("premium.monthly").completedTransaction != nil)
+            #expect(try await sk.subscription("u2")["offer"]?["type"] == "introductory")
+            let appTransaction = try await Self.simulatorGET(sk, "/simulator/v1/accounts/\(try await sk.token("u2"))/app-transaction")
+            #expect(appTransaction["appTransactionId"]?.stringValue?.isEmpty == false)
         }
     }
 

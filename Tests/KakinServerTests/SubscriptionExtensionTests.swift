@@ -32,6 +32,8 @@ import Testing
             #expect(extended.json["customer"]?["subscriptions"]?.arrayValue?.first?["expiresAt"] == .string(Timestamp.rfc3339(expected)))
             await k.app.drainNotifications()
             #expect(try await k.sim("GET", "/simulator/v1/subscriptions/\(ot)")["expiresDate"] == .string(Timestamp.rfc3339(expected)))
+            let recorded = try await k.app.store.timeline(customerId: "u1", limit: 100, after: nil).items.filter { $0.kind == "subscription.extended" }
+            #expect(recorded.map { $0.detail["by"] } == ["local"])
             let notes = try await k.sim("GET", "/simulator/v1/notifications?limit=50")["notifications"]?.arrayValue ?? []
             #expect(notes.last?["notificationType"] == "RENEWAL_EXTENDED")
 
@@ -110,6 +112,66 @@ import Testing
             let storefronts = await k.kakin("POST", "/v1/admin/apps/\(Catalog.demoBundleId)/extend-all",
                                             ["productId": "premium.monthly", "days": 3, "reason": 0, "storefrontCountryCodes": ["us"]])
             #expect(storefronts.status == 400)
+        }
+    }
+
+    /// The customer page's form takes the same path as the JSON endpoint: CSRF-checked, Apple's bounds, the
+    /// subscription must be this customer's, the form's key is Apple's request identifier (a double submit
+    /// extends once), and the timeline says who extended.
+    @Test func supportExtendsASubscriptionFromTheCustomerPageAndTheTimelineSaysWho() async throws {
+        let adminKey = "extension-desk-admin-key-0123456789"
+        let auth = Configuration.Auth(apiKeys: [.init(sha256: Hex.encode(SHA256Hash.digest(Array(adminKey.utf8))), scope: .admin)],
+                                      customerTokenSecret: nil)
+        try await SimulatedKakin.with(auth: auth) { k in
+            let ot = try await Self.paidSubscriber(k, "u1")
+            let othersOt = try await Self.paidSubscriber(k, "u2")
+            try await k.advance(days: 10)
+            func expiresAt() async -> JSONValue? {
+                await k.kakin("GET", "/v1/customers/u1", headers: [("Authorization", "Bearer \(adminKey)")]).json["subscriptions"]?.arrayValue?.first?["expiresAt"]
+            }
+            let before = try #require(await expiresAt()?.stringValue.flatMap(Timestamp.parseRFC3339))
+            let admin = AdminClient(k.app)
+            let signIn = await admin.get("/admin/sign-in")
+            #expect(await admin.post("/admin/sign-in", [("name", "Aiko"), ("key", adminKey)], from: signIn).status == 303)
+
+            let page = await admin.get("/admin/customers/u1")
+            let action = "/admin/customers/u1/subscriptions/\(ot)/extend"
+            #expect(page.text.contains("action=\"\(action)\""))
+            #expect(page.text.contains("<option value=\"serviceIssueOrOutage\">"))
+            #expect(!page.text.contains("not available in this build"))
+            let key = try #require(AdminClient.hiddenValue("key", in: page.text)) + "-" + ot
+            #expect(page.text.contains("name=\"key\" value=\"\(key)\""))
+            let fields = [("days", "7"), ("reason", "serviceIssueOrOutage"), ("key", key)]
+
+            let forged = await admin.send("POST", action, form: fields + [("csrf", "not-the-token")])
+            #expect(forged.status == 403)
+            #expect(forged.text.contains("KKN-9002"))
+            let tooLong = await admin.post(action, [("days", "91"), ("reason", "other"), ("key", key)], from: page)
+            #expect(tooLong.status == 400)
+            #expect(tooLong.text.contains("KKN-5052"))
+            let notTheirs = await admin.post("/admin/customers/u1/subscriptions/\(othersOt)/extend", fields, from: page)
+            #expect(notTheirs.status == 404)
+            #expect(notTheirs.text.contains("KKN-9050"))
+            #expect(await expiresAt() == .string(Timestamp.rfc3339(before)), "nothing moved yet")
+
+            let extended = await admin.post(action, fields, from: page)
+            #expect(extended.status == 303)
+            #expect(extended.location == "/admin/customers/u1?done=extended#sub-\(ot)")
+            // Sent twice (a double click, a resubmitted form): Apple extends once.
+            #expect(await admin.post(action, fields, from: page).status == 303)
+            let expected = before + 7 * Self.day
+            #expect(await expiresAt() == .string(Timestamp.rfc3339(expected)))
+            #expect(try await k.sim("GET", "/simulator/v1/subscriptions/\(ot)")["expiresDate"] == .string(Timestamp.rfc3339(expected)))
+
+            let after = await admin.get("/admin/customers/u1?done=extended")
+            #expect(after.text.contains("Subscription extended at the App Store"))
+            let events = await admin.get("/v1/admin/customers/u1/events?limit=100").json["events"]?.arrayValue ?? []
+            let recorded = events.filter { $0["kind"] == "subscription.extended" }
+            #expect(recorded.count == 2)
+            #expect(recorded.allSatisfy { $0["detail"]?["by"]?.stringValue?.hasPrefix("Aiko (key ") == true })
+            #expect(recorded.first?["detail"]?["days"] == 7)
+            #expect(recorded.first?["detail"]?["requestIdentifier"] == .string(key))
+            #expect(after.text.contains("subscription.extended"))
         }
     }
 

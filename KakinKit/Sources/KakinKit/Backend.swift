@@ -16,6 +16,11 @@ public protocol Backend: Sendable {
     /// `ClientError.offersNotSupported`.
     func offerSignature(_ customerID: String, productID: String, offerID: String,
                         format: OfferSignatureFormat) async throws(KakinKitError) -> SignedOffer
+    /// `POST /v1/customers/{id}/offers/introductory-eligibility`: the eligibility JWS for a subscription, or nil when
+    /// this Kakin has none to give (no such route yet, no key to sign with, or no transaction to name the
+    /// customer by: then the App Store's own eligibility applies).
+    /// - Parameter appTransactionID: from the store, for a customer who never bought.
+    func introductoryOfferEligibility(_ customerID: String, productID: String, appTransactionID: String?) async throws(KakinKitError) -> String?
 }
 
 /// Kakin's answers after which the transaction may be finished.

@@ -167,7 +167,8 @@ public actor PurchaseCoordinator {
     /// A tap on "buy".
     /// - Parameters:
     ///   - productID: the App Store product.
-    ///   - offerID: a promotional offer; its signature is fetched from Kakin first.
+    ///   - offerID: a promotional offer; its signature is fetched from Kakin first. Without one, a subscription is
+    ///     bought with Kakin's signed introductory-offer eligibility, so the App Store follows Kakin's decision.
     ///   - quantity: for consumables.
     public func purchase(_ productID: String, offerID: String? = nil, quantity: Int = 1) async -> PurchaseOutcome {
         if buying.contains(productID) || inFlight.values.contains(where: { $0.productID == productID }) {
@@ -182,13 +183,17 @@ public actor PurchaseCoordinator {
 
         let token: UUID
         var offer: SignedOffer?
+        var eligibility: String?
         let result: StorePurchaseResult
         do {
             token = try await appAccountToken()
             if let offerID {
                 offer = try await backend.offerSignature(customerID, productID: productID, offerID: offerID, format: options.offerFormat)
+            } else {
+                eligibility = try await introductoryOfferEligibility(productID)
             }
-            result = try await store.purchase(productID, options: StorePurchaseOptions(appAccountToken: token, quantity: quantity, offer: offer))
+            result = try await store.purchase(productID, options: StorePurchaseOptions(appAccountToken: token, quantity: quantity, offer: offer,
+                                                                                       introductoryOfferEligibility: eligibility))
         } catch {
             return .failed(error)
         }
@@ -227,6 +232,14 @@ public actor PurchaseCoordinator {
         } catch {
             return .unfinished(transaction, processID: processID, error: error)
         }
+    }
+
+    /// Kakin's signed introductory-offer eligibility for an auto-renewable subscription (nil for other products,
+    /// or when Kakin has none to give). Kakin's rule is the contract's: a customer who ever subscribed in the
+    /// group is not eligible, whichever Apple account they used.
+    func introductoryOfferEligibility(_ productID: String) async throws(KakinKitError) -> String? {
+        guard try await store.products(for: [productID]).first?.type == .autoRenewable else { return nil }
+        return try await backend.introductoryOfferEligibility(customerID, productID: productID, appTransactionID: await store.appTransactionID())
     }
 
     func appAccountToken() async throws(KakinKitError) -> UUID {

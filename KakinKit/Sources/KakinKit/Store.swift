@@ -21,6 +21,9 @@ public protocol Store: Sendable {
     func finish(_ transaction: StoreTransaction) async
     /// `AppStore.sync()`: asks the App Store for the account's latest transactions (may ask for a password).
     func sync() async throws(KakinKitError)
+    /// `AppTransaction.shared`'s `appTransactionID`: names a customer who never bought anything, so Kakin can sign
+    /// their introductory-offer eligibility. Nil when the store cannot tell (an older OS).
+    func appTransactionID() async -> String?
 }
 
 /// A signed transaction as the store handed it over.
@@ -79,11 +82,15 @@ public struct StorePurchaseOptions: Sendable, Equatable {
     public var quantity: Int
     /// A promotional offer signed by Kakin.
     public var offer: SignedOffer?
+    /// Kakin's signed decision on the introductory offer (compact JWS): StoreKit's
+    /// `.introductoryOfferEligibility(compactJWS:)`, which the App Store follows instead of its own.
+    public var introductoryOfferEligibility: String?
 
-    public init(appAccountToken: UUID, quantity: Int = 1, offer: SignedOffer? = nil) {
+    public init(appAccountToken: UUID, quantity: Int = 1, offer: SignedOffer? = nil, introductoryOfferEligibility: String? = nil) {
         self.appAccountToken = appAccountToken
         self.quantity = quantity
         self.offer = offer
+        self.introductoryOfferEligibility = introductoryOfferEligibility
     }
 }
 

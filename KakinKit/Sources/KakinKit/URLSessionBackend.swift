@@ -57,6 +57,14 @@ public struct URLSessionBackend: Backend {
         return try await call("POST", customerID, "/offers/signatures", body: body).signedOffer(offerID: offerID, format: format)
     }
 
+    public func introductoryOfferEligibility(_ customerID: String, productID: String,
+                                             appTransactionID: String?) async throws(KakinKitError) -> String? {
+        var fields = ["productId": productID]
+        if let appTransactionID { fields["appTransactionId"] = appTransactionID }
+        let answer = try await call("POST", customerID, "/offers/introductory-eligibility", body: try Self.json(fields))
+        return try answer.eligibility(sentAppTransactionID: appTransactionID != nil)
+    }
+
     // MARK: Transport
 
     func call(_ method: String, _ customerID: String, _ suffix: String, body: Data? = nil,
@@ -172,15 +180,25 @@ struct KakinAnswer: Sendable {
         }
     }
 
-    /// 404 for the route itself (`not_found`, KKN-1005) means this Kakin has no offers endpoint yet.
+    /// 404 for the route itself (`route_not_found`, KKN-1005): this Kakin has no offers endpoint yet.
+    var isMissingRoute: Bool {
+        guard status == 404 else { return false }
+        let e = error()
+        return e.id == "KKN-1005" || e.code == "not_found" || e.code == "route_not_found"
+    }
+
+    /// The eligibility JWS, or nil when Kakin has none to give: no such route, no signing key (501
+    /// `offer_signing_not_configured`), or a customer it cannot name (400, when no `appTransactionId` was sent).
+    func eligibility(sentAppTransactionID: Bool) throws(KakinKitError) -> String? {
+        if isMissingRoute { return nil }
+        if status == 501, error().code == "offer_signing_not_configured" { return nil }
+        if status == 400, !sentAppTransactionID, error().code == "invalid_field" { return nil }
+        return try decode(JWSSignature.self).jws
+    }
+
+    /// A missing offers route means offers are not supported by this Kakin.
     func signedOffer(offerID: String, format: OfferSignatureFormat) throws(KakinKitError) -> SignedOffer {
-        if status == 404 {
-            let e = error()
-            if e.id == "KKN-1005" || e.code == "not_found" || e.code == "route_not_found" {
-                throw KakinKitError(.offersNotSupported)
-            }
-            throw e
-        }
+        if isMissingRoute { throw KakinKitError(.offersNotSupported) }
         switch format {
         case .legacy:
             let s = try decode(LegacySignature.self)

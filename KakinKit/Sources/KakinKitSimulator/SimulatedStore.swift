@@ -135,6 +135,7 @@ public actor SimulatedStore: Store {
         case nil:
             break
         }
+        if let eligibility = options.introductoryOfferEligibility { body["introductoryOfferEligibility"] = eligibility }
         let json: Data
         do {
             json = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
@@ -160,6 +161,15 @@ public actor SimulatedStore: Store {
         // A finish that cannot be written is like StoreKit's rare failed finish: the transaction comes back
         // at the next launch, Kakin answers 409, and it is finished then.
         try? file.save(state)
+    }
+
+    /// The account's app transaction (`GET /simulator/v1/accounts/{appAccountToken}/app-transaction`), like
+    /// `AppTransaction.shared` on a device signed in to it.
+    public func appTransactionID() async -> String? {
+        struct Answer: Decodable { var appTransactionId: String }
+        guard let account = state.account, let answer = try? await http("GET", "/simulator/v1/accounts/\(account)/app-transaction"),
+              answer.0 == 200 else { return nil }
+        return (try? JSONDecoder().decode(Answer.self, from: answer.1))?.appTransactionId
     }
 
     public func sync() async throws(KakinKitError) {

@@ -77,6 +77,13 @@ public struct StoreKitStore: Store {
         case nil:
             break
         }
+        if let eligibility = options.introductoryOfferEligibility {
+            #if compiler(>=6.1)
+            if #available(iOS 18.4, macOS 15.4, *) { set.insert(.introductoryOfferEligibility(compactJWS: eligibility)) }
+            #else
+            _ = eligibility   // an SDK without it: the App Store's own eligibility applies
+            #endif
+        }
         let result: Product.PurchaseResult
         do {
             result = try await product.purchase(options: set)
@@ -96,6 +103,15 @@ public struct StoreKitStore: Store {
             await result.unsafePayloadValue.finish()
             return
         }
+    }
+
+    public func appTransactionID() async -> String? {
+        #if compiler(>=6.1)
+        if #available(iOS 18.4, macOS 15.4, *), let shared = try? await AppTransaction.shared {
+            return shared.unsafePayloadValue.appTransactionID
+        }
+        #endif
+        return nil
     }
 
     public func sync() async throws(KakinKitError) {

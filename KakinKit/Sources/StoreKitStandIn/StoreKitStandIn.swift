@@ -36,6 +36,9 @@ public struct Product: Sendable, Identifiable {
         public static func promotionalOffer(_ offerID: String, compactJWS: String) -> [Product.PurchaseOption] {
             [.init(kind: .promotionalOfferJWS(offerID: offerID, compactJWS: compactJWS))]
         }
+        public static func introductoryOfferEligibility(compactJWS: String) -> Product.PurchaseOption {
+            .init(kind: .introductoryOfferEligibility(compactJWS: compactJWS))
+        }
     }
 
     public enum PurchaseResult: Sendable {
@@ -106,6 +109,14 @@ public enum VerificationResult<SignedType: Sendable>: Sendable {
     public var jwsRepresentation: String { (unsafePayloadValue as? Transaction)?.jws ?? "" }
 }
 
+public struct AppTransaction: Sendable {
+    public let appTransactionID: String
+
+    public static var shared: VerificationResult<AppTransaction> {
+        get async throws { .verified(AppTransaction(appTransactionID: StandInAppStore.appTransactionID)) }
+    }
+}
+
 public enum AppStore {
     public static func sync() async throws {
         try StandInAppStore.sync()
@@ -127,7 +138,11 @@ public enum StandInAppStore {
         case quantity(Int)
         case promotionalOffer(offerID: String, keyID: String, nonce: UUID, signature: Data, timestamp: Int)
         case promotionalOfferJWS(offerID: String, compactJWS: String)
+        case introductoryOfferEligibility(compactJWS: String)
     }
+
+    /// The device's app transaction (`AppTransaction.shared.appTransactionID`).
+    public static let appTransactionID = "7000000000000001"
 
     /// What the next `purchase(options:)` does.
     public enum Next: Sendable {

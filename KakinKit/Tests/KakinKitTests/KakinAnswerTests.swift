@@ -80,6 +80,19 @@ struct KakinAnswerTests {
         }
     }
 
+    @Test func aKakinThatCannotSignEligibilityLeavesItToTheAppStore() throws {
+        #expect(try answer(201, #"{"jws": "a.b.c"}"#).eligibility(sentAppTransactionID: true) == "a.b.c")
+        let notFound = #"{"error": {"code": "route_not_found", "id": "KKN-1005", "message": "No such endpoint.", "requestId": "r"}}"#
+        #expect(try answer(404, notFound).eligibility(sentAppTransactionID: true) == nil)
+        let noKey = #"{"error": {"code": "offer_signing_not_configured", "id": "KKN-5005", "message": "m", "requestId": "r"}}"#
+        #expect(try answer(501, noKey).eligibility(sentAppTransactionID: true) == nil)
+        // A customer Kakin cannot name (never bought, and the device gave no app transaction).
+        let unnamed = #"{"error": {"code": "invalid_field", "id": "KKN-1002", "message": "send appTransactionId", "requestId": "r"}}"#
+        #expect(try answer(400, unnamed).eligibility(sentAppTransactionID: false) == nil)
+        #expect(throws: KakinKitError.self) { try answer(400, unnamed).eligibility(sentAppTransactionID: true) }
+        #expect(throws: KakinKitError.self) { try answer(503, "busy").eligibility(sentAppTransactionID: true) }
+    }
+
     @Test func everyClientErrorHasAnIDInKakinKitsRange() {
         let ids = ClientError.allCases.map(\.id)
         #expect(Set(ids).count == ids.count)

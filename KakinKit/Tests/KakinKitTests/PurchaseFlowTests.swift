@@ -234,6 +234,31 @@ struct RestoreAndOfferTests {
         #expect(w.store.charges.isEmpty)
     }
 
+    @Test func aSubscriptionIsBoughtWithKakinsSignedIntroductoryEligibility() async {
+        let w = World()
+        w.kakin.supportOffers()
+        #expect(await w.app().purchase("premium.monthly").completed != nil)
+        #expect(w.store.lastOptions?.introductoryOfferEligibility == "eligibility.premium.monthly.jws")
+        // Kakin names a customer who never bought by the device's app transaction.
+        #expect(w.kakin.eligibilityRequests.map(\.productID) == ["premium.monthly"])
+        #expect(w.kakin.eligibilityRequests.first?.appTransactionID == InMemoryAppStore.appTransactionID)
+        // Coins have no introductory offer: Kakin is not asked; a promotional offer replaces the eligibility.
+        #expect(await w.app().purchase("coins.100").completed != nil)
+        #expect(w.store.lastOptions?.introductoryOfferEligibility == nil)
+        #expect(await w.app().purchase("premium.monthly", offerID: "promo.1y.free").completed != nil)
+        #expect(w.store.lastOptions?.offer?.offerID == "promo.1y.free")
+        #expect(w.store.lastOptions?.introductoryOfferEligibility == nil)
+        #expect(w.kakin.eligibilityRequests.count == 1)
+    }
+
+    @Test func aKakinWithoutEligibilityLeavesItToTheAppStore() async {
+        let w = World()
+        #expect(await w.app().purchase("premium.monthly").completed != nil)
+        #expect(w.kakin.eligibilityRequests.count == 1)
+        #expect(w.store.lastOptions?.introductoryOfferEligibility == nil)
+        #expect(w.store.charges.count == 1)
+    }
+
     @Test(arguments: [OfferSignatureFormat.legacy, .jws])
     func anOfferIsSignedByKakinAndAppliedToThePurchase(_ format: OfferSignatureFormat) async {
         let w = World()

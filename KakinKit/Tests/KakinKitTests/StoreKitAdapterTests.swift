@@ -65,6 +65,16 @@ struct StoreKitAdapterTests {
         #expect(StandInAppStore.lastOptions.contains(.promotionalOfferJWS(offerID: "promo.1y.free", compactJWS: "h.p.s")))
     }
 
+    @Test func kakinsEligibilityBecomesStoreKitsIntroductoryOfferEligibilityOption() async {
+        let (app, kakin) = Self.fresh()
+        kakin.supportOffers()
+        #expect(await app.purchase("premium.monthly").completed != nil)
+        #expect(Set(StandInAppStore.lastOptions) == [.appAccountToken(kakin.token),
+                                                     .introductoryOfferEligibility(compactJWS: "eligibility.premium.monthly.jws")])
+        // The device's AppTransaction names the customer for Kakin.
+        #expect(kakin.eligibilityRequests.first?.appTransactionID == StandInAppStore.appTransactionID)
+    }
+
     @Test func unfinishedTransactionsAreRetriedAtLaunchAndUpdatesAreCredited() async {
         let (_, kakin) = Self.fresh()
         let earlier = StandInAppStore.deliverFromOutside(productID: "coins.100", appAccountToken: kakin.token)

@@ -6,17 +6,28 @@ import KakinCore
 /// account's transactions — new purchases, renewals, and re-signed copies after a refund, a revocation, a
 /// reversal or an upgrade — in the order they were signed, after a cursor. KakinKit's simulator adapter
 /// (`kakin app`) pulls it to play a device's updates.
+///
+/// `GET /simulator/v1/accounts/{appAccountToken}/app-transaction` *(ext)*: `{"appTransactionId"}`, what
+/// StoreKit's `AppTransaction.shared` tells a device signed in to that account (one per account and app, made
+/// on first use like the app's download), so the app can name a customer who never bought.
 extension AppStoreSimulator {
     static let accountPageLimitMax = 500
 
     func accounts(_ request: HTTPRequest, _ s: [String]) async -> HTTPResponse {
-        guard s.count == 2, s[1] == "transactions" else { return Self.failure(KakinError(.routeNotFound), request) }
+        guard s.count == 2, s[1] == "transactions" || s[1] == "app-transaction" else { return Self.failure(KakinError(.routeNotFound), request) }
         guard request.method == "GET" else { return Self.methodNotAllowed(request) }
         do {
+            if s[1] == "app-transaction" { return try await appTransaction(token: s[0]) }
             return try accountTransactions(request, token: s[0])
         } catch {
             return Self.failure(error, request)
         }
+    }
+
+    func appTransaction(token: String) async throws(KakinError) -> HTTPResponse {
+        guard let account = try SimulatorState.normalizedToken(token) else { throw KakinError(.invalidField, "The account is an appAccountToken.") }
+        let id = try await act { (engine: inout SimulatorState) throws(KakinError) in engine.appTransactionId(for: account) }
+        return Self.json(["appTransactionId": .string(id)])
     }
 
     func accountTransactions(_ request: HTTPRequest, token: String) throws(KakinError) -> HTTPResponse {

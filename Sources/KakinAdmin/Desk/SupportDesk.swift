@@ -26,6 +26,10 @@ public final class SupportDesk: Sendable {
         public var fetchTransaction: @Sendable (String) async throws(KakinError) -> VerifiedTransaction
         /// Pulls the customer's history from the App Store and applies it.
         public var restore: @Sendable (String) async throws(KakinError) -> Void
+        /// Extends a subscription at the App Store (`POST /v1/admin/subscriptions/{id}/extend`'s own path):
+        /// original transaction ID, days, Apple's reason by name, request identifier, who asked.
+        public var extendSubscription: @Sendable (_ originalTransactionId: String, _ days: Int64?, _ reason: String,
+                                                  _ requestIdentifier: String, _ actor: String) async throws(KakinError) -> Void
         /// Runs the notification inbox once (after a replay, so the page shows the outcome).
         public var processNotifications: @Sendable () async -> Void
         /// Logs (and records) an error a page answered.
@@ -35,12 +39,14 @@ public final class SupportDesk: Sendable {
                     lookUpOrder: @escaping @Sendable (String) async throws(KakinError) -> [VerifiedTransaction],
                     fetchTransaction: @escaping @Sendable (String) async throws(KakinError) -> VerifiedTransaction,
                     restore: @escaping @Sendable (String) async throws(KakinError) -> Void,
+                    extendSubscription: @escaping @Sendable (String, Int64?, String, String, String) async throws(KakinError) -> Void,
                     processNotifications: @escaping @Sendable () async -> Void,
                     logError: @escaping @Sendable (KakinError, HTTPRequest) -> Void) {
             self.customerStatus = customerStatus
             self.lookUpOrder = lookUpOrder
             self.fetchTransaction = fetchTransaction
             self.restore = restore
+            self.extendSubscription = extendSubscription
             self.processNotifications = processNotifications
             self.logError = logError
         }

@@ -4,7 +4,9 @@ import KakinStorage
 /// Everything about one customer: status as the app sees it, each subscription's history, other purchases,
 /// the wallet and its ledger, the timeline, and the actions support can take (each recorded with who did it).
 enum CustomerPage {
-    static func render(session: AdminSession, view v: CustomerView, notice: HTML, grantKey: String) -> HTML {
+    /// - Parameter formKey: drawn when the page is shown: the grant's idempotency key, and (with the original
+    ///   transaction ID) each extension's request identifier, so a form sent twice acts once.
+    static func render(session: AdminSession, view v: CustomerView, notice: HTML, formKey: String) -> HTML {
         let c = v.customer
         let status = v.status["status"]?.stringValue ?? "?"
         let statusTone: HistoryEntry.Tone = status == "active" ? .good : status == "inactive" ? .warn : .neutral
@@ -26,17 +28,16 @@ enum CustomerPage {
             \(Fmt.payload(v.status, jws: nil, summary: "GET /v1/customers/\(c.customerId)"))
             </section>
             """
-        let wallet = walletSection(session: session, v: v, grantKey: grantKey)
+        let wallet = walletSection(session: session, v: v, grantKey: formKey)
         let actions: HTML = """
             <section class="card" id="actions"><h2>Actions</h2>
             <form class="inline" method="post" action="\(Link.customer(c.customerId))/restore">\(Form.token(session))\
             <button type="submit">Restore from the App Store</button>\
             <span class="small muted">pulls every transaction of this customer's purchases and applies what is missing</span></form>
-            <p class="small muted">Extend a subscription: not available in this build (needs the App Store Server API's renewal-date \
-            extension, not yet wired).</p>
+            <p class="small muted">Extend a subscription: in its section below (at the App Store, 1 to 90 days).</p>
             </section>
             """
-        let subscriptions = v.subscriptions.map { subscriptionSection(session: session, customerId: c.customerId, $0) }
+        let subscriptions = v.subscriptions.map { subscriptionSection(session: session, customerId: c.customerId, formKey: formKey, $0) }
         let purchases: HTML = v.purchases.isEmpty ? .empty : """
             <section class="card" id="purchases"><h2>Other purchases</h2><div class="scroll"><table>\
             <tr><th>purchased</th><th>what</th><th></th></tr>\(v.purchases.map(historyRow))</table></div></section>
@@ -91,7 +92,7 @@ enum CustomerPage {
 
     static func signed(_ n: Int64) -> String { n > 0 ? "+\(n)" : String(n) }
 
-    static func subscriptionSection(session: AdminSession, customerId: String, _ s: SubscriptionView) -> HTML {
+    static func subscriptionSection(session: AdminSession, customerId: String, formKey: String, _ s: SubscriptionView) -> HTML {
         var facts: [Fact] = [Fact("original transaction", s.originalTransactionId)]
         var badge = HTML.empty
         if let st = s.status {
@@ -116,11 +117,27 @@ enum CustomerPage {
         return """
             <section class="card" id="sub-\(s.originalTransactionId)"><h2>Subscription \(s.productId) \(badge)</h2>
             \(Fmt.facts(facts))
+            \(extendForm(session: session, customerId: customerId, originalTransactionId: s.originalTransactionId, formKey: formKey))
             \(renewal)
             <h3>History</h3>
             <div class="scroll"><table><tr><th>when (App Store)</th><th>what</th><th></th></tr>\
             \(s.history.map { historyRow($0, session: session, customerId: customerId) })</table></div>
             </section>
+            """
+    }
+
+    /// Extend a Subscription Renewal Date, as Apple takes it: 1 to 90 days and one of its four reasons.
+    static func extendForm(session: AdminSession, customerId: String, originalTransactionId otid: String, formKey: String) -> HTML {
+        let reasons = [("customerSatisfaction", "customer satisfaction"), ("serviceIssueOrOutage", "service issue or outage"),
+                       ("other", "other"), ("undeclared", "undeclared")]
+        let options = reasons.map { r -> HTML in "<option value=\"\(r.0)\">\(r.1)</option>" }
+        return """
+            <form class="inline extend" method="post" action="\(Link.customer(customerId))/subscriptions/\(URLText.encode(otid))/extend">\
+            \(Form.token(session))<input type="hidden" name="key" value="\(formKey)-\(otid)">\
+            <label>Extend by (days)<input type="number" name="days" min="1" max="90" required></label>\
+            <label>Reason<select name="reason">\(options)</select></label>\
+            <button type="submit">Extend at the App Store</button>\
+            <span class="small muted">moves the renewal date; Apple allows two extensions a year</span></form>
             """
     }
 

@@ -1,18 +1,15 @@
 import KakinCore
-import KakinStorage
 
 /// The unused paid-coin balance (Japan's Payment Services Act: prepaid instruments outstanding at each base
 /// date, March 31 and September 30; above ¥10 million the issuer files a report and deposits half).
 ///
 /// Rules, all pure (the caller feeds ledger movements and the day's end):
-/// - Only **paid** coins count; free coins (bonuses, grants) never do.
-/// - Each credit of paid coins is a lot valued at what the customer paid for it (Apple's `price`, in
-///   milliunits; the catalog's price when a transaction has none). Debits consume lots **first in, first
-///   out** per customer, whatever app the lots came from.
-/// - A refund takes its coins back from the refunded purchase's own lot first (the coins it cancels), then
-///   first in, first out; a reversal credits them again as a new lot at the purchase's unit price.
-/// - A debit beyond every lot (a refund of coins already spent, with negative balances allowed) is a debt
-///   that the next credits pay off first: the balance is never valued below zero.
+/// - Which paid coins are unused is `PaidCoinLots` (KakinCore), the same first-in, first-out engine that
+///   tells Apple how much of a purchase is used: paid coins only, per customer whatever app the lots came
+///   from, a refund takes its own coins first, a reversal gives them back where they were, debts are paid by
+///   the next credits (see its doc comment).
+/// - Each lot is valued at what the customer paid for it (Apple's `price`, in milliunits; the catalog's price
+///   when a transaction has none).
 /// - A lot with no known price is counted in coins under currency `XXX` (ISO 4217 "no currency") at 0.
 /// - Values are summed exactly in milliunits (each lot's remainder rounded down to a milliunit) and the
 ///   totals rounded down to the currency's major unit.
@@ -96,110 +93,16 @@ extension String {
     }
 }
 
-/// The first-in, first-out lots of one customer's paid coins.
-struct PaidCoinLots {
-    struct Lot {
-        var coins: Int64
-        let originalCoins: Int64
-        let priceMilli: Int64
-        let currency: String
-        let bundleId: String
-        let transactionId: String
-
-        var valueMilli: Int64 { Milli.share(priceMilli, coins, of: originalCoins) }
-    }
-
-    private(set) var lots: [Lot] = []
-    private var head = 0
-    /// Paid coins owed (a debit beyond every lot).
-    private(set) var debt: Int64 = 0
-    /// Price and coins of each purchase, to value a reversal like the purchase it restores.
-    private var purchases: [String: (priceMilli: Int64, coins: Int64, currency: String, bundleId: String)] = [:]
-
-    mutating func credit(_ coins: Int64, priceMilli: Int64, currency: String, bundleId: String, transactionId: String) {
-        let paysDebt = min(debt, coins)
-        debt -= paysDebt
-        lots.append(Lot(coins: coins - paysDebt, originalCoins: coins, priceMilli: priceMilli, currency: currency, bundleId: bundleId,
-                        transactionId: transactionId))
-    }
-
-    mutating func debit(_ coins: Int64, preferring transactionId: String?) {
-        var left = coins
-        if let transactionId, let i = lots[head...].firstIndex(where: { $0.transactionId == transactionId && $0.coins > 0 }) {
-            let take = min(left, lots[i].coins)
-            lots[i].coins -= take
-            left -= take
-        }
-        while left > 0, head < lots.count {
-            let take = min(left, lots[head].coins)
-            lots[head].coins -= take
-            left -= take
-            if lots[head].coins == 0 { head += 1 }
-        }
-        debt += left
-    }
-
-    /// Applies one movement. `price` values a purchase that carries no price of its own.
-    mutating func apply(_ m: ReportPaidMovement, fallbackPrice: (ReportPaidMovement) -> (priceMilli: Int64, currency: String)?) {
-        if m.paid > 0 {
-            let bundle = m.bundleId ?? ""
-            var priced: (priceMilli: Int64, currency: String)?
-            if m.kind == LedgerEntryKind.refundReversed.rawValue, let p = purchases[m.reference], p.coins > 0 {
-                priced = (Milli.share(p.priceMilli, min(m.paid, p.coins), of: p.coins), p.currency)
-            } else if m.kind == LedgerEntryKind.purchase.rawValue || m.kind == LedgerEntryKind.refundReversed.rawValue {
-                if let price = m.priceMilli, let currency = m.currency, !currency.isEmpty {
-                    priced = (price, currency)
-                } else {
-                    priced = fallbackPrice(m)
-                }
-            }
-            let (priceMilli, currency) = priced ?? (0, "XXX")
-            if m.kind == LedgerEntryKind.purchase.rawValue {
-                purchases[m.reference] = (priceMilli, m.paid, currency, bundle)
-            }
-            credit(m.paid, priceMilli: priceMilli, currency: currency, bundleId: bundle.isEmpty ? (purchases[m.reference]?.bundleId ?? "") : bundle,
-                   transactionId: m.reference)
-        } else if m.paid < 0 {
-            debit(-m.paid, preferring: m.kind == LedgerEntryKind.refund.rawValue ? m.reference : nil)
-        }
-    }
-
-    /// Unused coins and their value per (app, currency).
-    func remaining() -> [UnusedBalanceKey: (coins: Int64, valueMilli: Int64)] {
-        var out: [UnusedBalanceKey: (coins: Int64, valueMilli: Int64)] = [:]
-        for lot in lots[head...] where lot.coins > 0 {
-            let key = UnusedBalanceKey(bundleId: lot.bundleId, currency: lot.currency)
-            var v = out[key] ?? (0, 0)
-            v.coins += lot.coins
-            v.valueMilli += lot.valueMilli
-            out[key] = v
-        }
-        return out
-    }
-
-    /// Paid coins left: lots minus debt (equals the ledger's paid balance at the same point).
-    var balance: Int64 { lots[head...].reduce(0) { $0 + $1.coins } - debt }
-}
-
 struct UnusedBalanceKey: Hashable, Comparable {
     var bundleId: String
     var currency: String
     static func < (a: Self, b: Self) -> Bool { (a.bundleId, a.currency) < (b.bundleId, b.currency) }
 }
 
-enum Milli {
-    /// `price × part / whole`, rounded down, without overflow in the product (part ≤ whole keeps it ≤ price).
-    static func share(_ price: Int64, _ part: Int64, of whole: Int64) -> Int64 {
-        guard whole > 0, price > 0, part > 0 else { return 0 }
-        let (quotient, _) = whole.dividingFullWidth(price.multipliedFullWidth(by: part))
-        return quotient
-    }
-}
-
 /// Runs the rules over a stream of movements sorted by customer, then ledger order.
 public struct UnusedBalanceComputation {
     let includes: (String) -> Bool
-    let fallbackPrice: (ReportPaidMovement) -> (priceMilli: Int64, currency: String)?
+    let fallbackPrice: (PaidCoinMovement) -> (priceMilli: Int64, currency: String)?
     let timeZone: (String) -> String
     var totals: [UnusedBalanceKey: UnusedBalanceTotal] = [:]
     var customerId: String?
@@ -211,17 +114,22 @@ public struct UnusedBalanceComputation {
     ///   - timeZone: the reporting time zone of an app, shown with its total.
     ///   - fallbackPrice: the price of a purchase that carries none (the catalog's), or nil.
     public init(includes: @escaping (String) -> Bool, timeZone: @escaping (String) -> String,
-                fallbackPrice: @escaping (ReportPaidMovement) -> (priceMilli: Int64, currency: String)?) {
+                fallbackPrice: @escaping (PaidCoinMovement) -> (priceMilli: Int64, currency: String)?) {
         self.includes = includes
         self.timeZone = timeZone
         self.fallbackPrice = fallbackPrice
     }
 
     /// Adds the next movement (customers in order, each customer's movements in ledger order).
-    public mutating func add(_ m: ReportPaidMovement) {
-        if m.customerId != customerId { finishCustomer() }
-        customerId = m.customerId
-        lots.apply(m, fallbackPrice: fallbackPrice)
+    public mutating func add(customerId: String, _ movement: PaidCoinMovement) {
+        if customerId != self.customerId { finishCustomer() }
+        self.customerId = customerId
+        var m = movement
+        if m.kind == .purchase || m.kind == .refundReversed, m.priceMilli == nil || (m.currency ?? "").isEmpty,
+           let fallback = fallbackPrice(m) {
+            (m.priceMilli, m.currency) = (fallback.priceMilli, fallback.currency)
+        }
+        lots.apply(m)
     }
 
     /// Per-customer lines finished since the last call (the caller streams them to CSV).
@@ -230,9 +138,23 @@ public struct UnusedBalanceComputation {
         return lines
     }
 
+    /// Unused coins and their value per (app, currency) of the current customer.
+    func remaining() -> [UnusedBalanceKey: (coins: Int64, valueMilli: Int64)] {
+        var out: [UnusedBalanceKey: (coins: Int64, valueMilli: Int64)] = [:]
+        for lot in lots.held {
+            let priced = lot.priceMilli != nil && !(lot.currency ?? "").isEmpty
+            let key = UnusedBalanceKey(bundleId: lot.bundleId ?? "", currency: priced ? lot.currency! : "XXX")
+            var v = out[key] ?? (0, 0)
+            v.coins += lot.remaining
+            v.valueMilli += lot.remainingValueMilli
+            out[key] = v
+        }
+        return out
+    }
+
     mutating func finishCustomer() {
         guard let customerId else { return }
-        for (key, v) in lots.remaining().sorted(by: { $0.key < $1.key }) where includes(key.bundleId) {
+        for (key, v) in remaining().sorted(by: { $0.key < $1.key }) where includes(key.bundleId) {
             var t = totals[key] ?? UnusedBalanceTotal(bundleId: key.bundleId, currency: key.currency, unusedPaidCoins: 0, valueMilli: 0,
                                                       customers: 0, timeZone: timeZone(key.bundleId))
             t.unusedPaidCoins += v.coins

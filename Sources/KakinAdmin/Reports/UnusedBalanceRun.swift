@@ -13,7 +13,7 @@ extension SupportDesk {
         for (bundle, zone) in zones { groups[zone, default: []].insert(bundle) }
         if groups[defaultZone] == nil { groups[defaultZone] = [] }
         let catalogs = Dictionary(settings.apps.map { ($0.bundleId, $0.catalog) }, uniquingKeysWith: { a, _ in a })
-        let fallbackPrice: (ReportPaidMovement) -> (priceMilli: Int64, currency: String)? = { m in
+        let fallbackPrice: (PaidCoinMovement) -> (priceMilli: Int64, currency: String)? = { m in
             guard let bundle = m.bundleId, let productId = m.productId, let product = catalogs[bundle]?[productId],
                   let price = product.priceMilli, let currency = product.currency, product.coins > 0 else { return nil }
             return (Milli.share(price, m.paid, of: Int64(product.coins)), currency)
@@ -27,7 +27,7 @@ extension SupportDesk {
             var position: (customerId: String, seq: Int64)?
             while true {
                 let page = try await store.paidCoinMovements(beforeMs: cutoff, after: position, limit: Limits.reportPageRows)
-                for m in page { computation.add(m) }
+                for row in page { computation.add(customerId: row.customerId, row.movement) }
                 if let lines { for line in computation.takeLines() { lines(line) } }
                 guard page.count == Limits.reportPageRows, let last = page.last else { break }
                 position = (last.customerId, last.seq)

@@ -35,6 +35,7 @@ extension SupportDesk {
         switch request.query["done"] {
         case "granted": text = "Free coins granted; the timeline records it with your name."
         case "restored": text = "Restored from the App Store; anything missing was applied."
+        case "extended": text = "Subscription extended at the App Store; the timeline records it with your name."
         case "replayed": text = "Notification replayed; its state is shown below."
         case "replayedAll": text = "Dead notifications replayed\(count); those whose cause is fixed are applied now."
         default: return .empty
@@ -103,7 +104,7 @@ extension SupportDesk {
         await page(request) { session throws(KakinError) in
             let view = try await customerView(customerId, ledgerCursor: request.query["ledger"], timelineCursor: request.query["events"])
             return Layout.response(CustomerPage.render(session: session, view: view, notice: Self.notice(request),
-                                                       grantKey: "adm_" + Tokens.random()))
+                                                       formKey: "adm_" + Tokens.random()))
         }
     }
 
@@ -186,6 +187,20 @@ extension SupportDesk {
             try await services.restore(customerId)
             try await store.recordSupportAction(customerId: customerId, kind: "admin.restore", reference: nil, detail: ["by": .string(session.actor)])
             return Layout.redirect(Self.with(Link.customer(customerId), done: "restored"))
+        }
+    }
+
+    /// Extends one of the customer's subscriptions through the same path as the JSON endpoint; the form's key
+    /// (drawn when the page was shown) is Apple's request identifier, so a double submit extends once.
+    public func extend(_ request: HTTPRequest, customerId: String, originalTransactionId otid: String) async -> HTTPResponse {
+        await action(request) { session, form throws(KakinError) in
+            guard CustomerID.isValid(customerId) else { throw KakinError(.invalidCustomerID) }
+            guard !otid.isEmpty, otid.utf8.count <= 64, try await store.subscriptionOrigin(originalTransactionId: otid)?.customerId == customerId else {
+                throw KakinError(.subscriptionNotFound)
+            }
+            guard let key = form["key"], !key.isEmpty, key.utf8.count <= 128 else { throw KakinError(.idempotencyKeyRequired) }
+            try await services.extendSubscription(otid, form["days"].flatMap { Int64($0) }, form["reason"] ?? "", key, session.actor)
+            return Layout.redirect(Self.with(Link.customer(customerId, anchor: "sub-\(otid)"), done: "extended"))
         }
     }
 

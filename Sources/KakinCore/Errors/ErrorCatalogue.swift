@@ -92,6 +92,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case invalidReportDate
     case customerNotFound
     case backupFailed
+    case subscriptionNotFound
 
     public var id: String {
         switch self {
@@ -175,6 +176,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .invalidReportDate: return "KKN-9006"
         case .customerNotFound: return "KKN-9007"
         case .backupFailed: return "KKN-9008"
+        case .subscriptionNotFound: return "KKN-9050"
         }
     }
 
@@ -256,6 +258,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .invalidReportDate: return "invalid_report_date"
         case .customerNotFound: return "customer_not_found"
         case .backupFailed: return "backup_failed"
+        case .subscriptionNotFound: return "subscription_not_found"
         }
     }
 
@@ -296,7 +299,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             return 0
         case .adminKeyRefused: return 401
         case .formTokenInvalid: return 403
-        case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound: return 404
+        case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound, .subscriptionNotFound: return 404
         case .invalidReportDate: return 400
         case .backupFailed: return 500
         }
@@ -385,6 +388,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .invalidReportDate: return "asOf must be a calendar date written YYYY-MM-DD."
         case .customerNotFound: return "No customer has this ID."
         case .backupFailed: return "The backup could not be written; the database is unchanged."
+        case .subscriptionNotFound: return "This customer has no subscription with this original transaction ID."
         }
     }
 }

@@ -2,105 +2,13 @@
 /// facts read from the ledger, turned into Apple's request bodies. Pure: the store gathers the facts,
 /// the server sends the body.
 
-/// One coin movement of a customer, in ledger order, as far as paid coins are concerned.
-public struct PaidCoinMovement: Sendable, Hashable {
-    public var kind: LedgerEntryKind
-    /// Signed change of paid coins.
-    public var paid: Int64
-    /// The entry's reference: the transaction ID for purchases, refunds and reversals.
-    public var reference: String
-
-    public init(kind: LedgerEntryKind, paid: Int64, reference: String) {
-        self.kind = kind
-        self.paid = paid
-        self.reference = reference
-    }
-}
-
-/// The paid coins of each purchase as lots, consumed first in, first out: a spend uses the oldest coins
-/// still held, a refund takes back the refunded purchase's own coins first (then the oldest), a reversal
-/// gives them back. When a balance went negative (a refund of coins already spent), later credits cover
-/// that debt first, and what they cover counts as used. Free (bonus and campaign) coins are not counted:
-/// they were not paid for.
-public enum PaidCoinLots {
-    public struct Lot: Sendable, Hashable {
-        /// The purchase's transaction ID (nil for paid coins from an adjustment).
-        public var reference: String?
-        public var credited: Int64
-        public var remaining: Int64
-        public var spent: Int64 { credited - remaining }
-
-        public init(reference: String?, credited: Int64, remaining: Int64) {
-            self.reference = reference
-            self.credited = credited
-            self.remaining = remaining
-        }
-    }
-
-    /// Replays `movements` (ledger order) into lots.
-    public static func lots(_ movements: [PaidCoinMovement]) -> [Lot] {
-        var lots: [Lot] = []
-        var debt: Int64 = 0
-
-        func credit(_ amount: Int64, reference: String?) {
-            let covered = min(debt, amount)
-            debt -= covered
-            lots.append(Lot(reference: reference, credited: amount, remaining: amount - covered))
-        }
-        func debit(_ amount: Int64, preferring reference: String?) {
-            var left = amount
-            if let reference, let i = lots.firstIndex(where: { $0.reference == reference }) {
-                let take = min(left, lots[i].remaining)
-                lots[i].remaining -= take
-                left -= take
-            }
-            for i in lots.indices where left > 0 {
-                let take = min(left, lots[i].remaining)
-                lots[i].remaining -= take
-                left -= take
-            }
-            debt += left
-        }
-
-        for m in movements where m.paid != 0 {
-            switch (m.kind, m.paid > 0) {
-            case (.purchase, true):
-                credit(m.paid, reference: m.reference)
-            case (.refundReversed, true):
-                if let i = lots.firstIndex(where: { $0.reference == m.reference }) {
-                    // Back into the purchase's own lot, up to what it held; anything beyond is a new lot.
-                    let back = min(m.paid, lots[i].credited - lots[i].remaining)
-                    let covered = min(debt, back)
-                    debt -= covered
-                    lots[i].remaining += back - covered
-                    if m.paid > back { credit(m.paid - back, reference: nil) }
-                } else {
-                    credit(m.paid, reference: nil)
-                }
-            case (_, true):
-                credit(m.paid, reference: nil)
-            case (.refund, false):
-                debit(-m.paid, preferring: m.reference)
-            case (_, false):
-                debit(-m.paid, preferring: nil)
-            }
-        }
-        return lots
-    }
-
-    /// The lot of one purchase: its paid coins and how many of them are used.
-    public static func lot(of transactionId: String, in movements: [PaidCoinMovement]) -> Lot? {
-        lots(movements).first { $0.reference == transactionId }
-    }
-}
-
 /// Everything Kakin knows about one purchase and its customer when Apple asks.
 public struct ConsumptionFacts: Sendable, Hashable {
     /// Nil when the product is not in the catalog.
     public var productKind: ProductKind?
     /// Kakin applied the purchase (credited the coins or granted the entitlement).
     public var delivered: Bool
-    /// For a credited consumable: its paid coins and how many of them are used (FIFO, `PaidCoinLots`).
+    /// For a credited consumable: its paid coins and how many of them are used (first in, first out: `PaidCoinLots`).
     public var coins: PaidCoinLots.Lot?
     /// Prices of the customer's coin purchases and of refunds, from the ledger, in milliunits per currency.
     public var lifetimePurchasedMilli: [String: Int64]
@@ -171,11 +79,7 @@ public enum ConsumptionInformation {
 
     /// `used / credited` in Apple's milliunits (0–100000), rounded down; 0 when nothing was credited.
     public static func milliPercentage(used: Int64, of credited: Int64) -> Int {
-        guard credited > 0 else { return 0 }
-        let clamped = min(max(used, 0), credited)
-        let (scaled, overflow) = clamped.multipliedReportingOverflow(by: 100_000)
-        if overflow { return Int(clamped / (credited / 100_000 + 1)) }
-        return Int(scaled / credited)
+        Int(Milli.share(100_000, min(used, credited), of: credited))
     }
 
     /// Apple's `lifetimeDollars…` ranges (1 = $0 … 7 = over $2000) of amounts in milliunits per currency;

@@ -9,24 +9,10 @@ import KakinStorage
 /// body also the customer's lifetime spend and refunds and account age. Play time is never known, so never
 /// provided.
 ///
-/// The notification's apply path records a durable job (`consumption_requests`, one per notification); a
-/// background worker claims due jobs with a lease, computes the body once, sends it, and retries what Apple
-/// may accept later until the 12 hours are over. A restart resumes where the database says.
+/// The notification's apply path records a durable job (`consumption_requests`, one per notification; see
+/// `AppStoreJobs.swift`); the background worker claims due jobs with a lease, computes the body once, sends it,
+/// and retries what Apple may accept later until the 12 hours are over. A restart resumes where the database says.
 extension KakinApp {
-    /// How long a claimed answer stays with this process (covers one send with the client's own retries).
-    static let consumptionLeaseMs: Int64 = 120_000
-    public static let consumptionBatchMax = 20
-    /// Identifies this process's leases.
-    static let consumptionLeaseOwner: String = {
-        var rng = SystemRandomNumberGenerator()
-        return "kakin-" + String(rng.next(), radix: 16)
-    }()
-
-    /// Retries of a failed send: 30 s doubling to at most 30 min (the 12-hour window ends them).
-    static func consumptionRetryDelayMs(afterAttempts attempts: Int64) -> Int64 {
-        min(1_800_000, 30_000 << min(max(attempts - 1, 0), 10))
-    }
-
     /// Records the answer a CONSUMPTION_REQUEST needs (the notification apply path's one call). Idempotent by
     /// `notificationUUID`, so a notification applied twice schedules one answer.
     func scheduleConsumptionAnswer(_ n: NotificationPayload, transaction tx: TransactionPayload, customerId: String?) async throws(KakinError) {
@@ -37,36 +23,14 @@ extension KakinApp {
             requestedAtMs: n.signedDate, deadlineMs: n.signedDate + ConsumptionInformation.answerWindowMs,
             state: consented ? .pending : .notConsented)
         let isNew = try await store.scheduleConsumptionAnswer(job, nowMs: retryClock.nowMs())
-        if isNew, consented { consumptionWorker.wake() }
+        if isNew, consented { appStoreJobsWorker.wake() }
     }
 
-    /// Sends every answer due now, up to `limit` (the worker's pass; tests call it to wait for the answers).
-    /// Claims one at a time, so a lease never runs out while earlier answers are being sent. Returns how many
-    /// were attempted.
+    /// Sends every answer due now, up to `limit` (part of the worker's pass; tests call it to wait for the
+    /// answers). Returns how many were attempted.
     @discardableResult
-    public func processDueConsumptionAnswers(limit: Int = consumptionBatchMax) async -> Int {
-        var attempted = 0
-        while attempted < limit {
-            let job: ConsumptionJob
-            do {
-                guard let next = try await store.claimDueConsumptionAnswers(nowMs: retryClock.nowMs(), owner: Self.consumptionLeaseOwner,
-                                                                            leaseMs: Self.consumptionLeaseMs, limit: 1).first else { break }
-                job = next
-            } catch {
-                logger.error("consumption answers unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
-                break
-            }
-            attempted += 1
-            do {
-                try await answer(job)
-            } catch {
-                // A storage failure: the lease runs out and the job is claimed again.
-                logger.warning("consumption answer not recorded; will retry", [
-                    "transaction.id": .string(job.transactionId), "error.id": .string(error.kind.id), "error.detail": .string(error.detail),
-                ])
-            }
-        }
-        return attempted
+    public func processDueConsumptionAnswers(limit: Int = appStoreJobBatchMax) async -> Int {
+        await runDueJobs("consumption answers", limit: limit, claim: store.claimDueConsumptionAnswers, run: answer)
     }
 
     func answer(_ claimed: ConsumptionJob) async throws(KakinError) {
@@ -94,7 +58,7 @@ extension KakinApp {
         do {
             try await send(job, with: client)
         } catch {
-            if error.isRetryable || error.kind == .unauthorized || error.kind == .cancelled {
+            if Self.mayRetry(error) {
                 return try await retry(job, error.description, retryAfterMs: error.retryAfterMs)
             }
             metrics.increment(.consumptionAnswersNotSent)
@@ -129,11 +93,9 @@ extension KakinApp {
     }
 
     func retry(_ job: ConsumptionJob, _ error: String, retryAfterMs: Int64? = nil) async throws(KakinError) {
-        let now = retryClock.nowMs()
-        var next = now + Self.consumptionRetryDelayMs(afterAttempts: job.attempts + 1)
-        if let retryAfterMs { next = max(next, retryAfterMs) }
+        let next = nextAttemptMs(afterAttempts: job.attempts + 1, retryAfterMs: retryAfterMs)
         logger.warning("consumption answer not sent; will retry", ["transaction.id": .string(job.transactionId), "error.detail": .string(error),
-                                                                   "retry.inMs": .int(next - now)])
+                                                                   "retry.inMs": .int(next - retryClock.nowMs())])
         try await store.retryConsumptionAnswer(job.notificationUUID, error: error, nextAttemptMs: next)
     }
 

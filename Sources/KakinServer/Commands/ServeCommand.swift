@@ -73,7 +73,7 @@ public final class KakinRuntime: Sendable {
             throw error
         }
         app.notificationWorker.start { [app] in await app.processDueNotifications() }
-        app.consumptionWorker.start { [app] in await app.processDueConsumptionAnswers() }
+        app.appStoreJobsWorker.start { [app] in await app.processDueAppStoreJobs() }
         app.recentErrorFlusher.start { [app] in await app.flushRecentErrors() }
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
         if config.appStoreServerAPI != nil {
@@ -125,7 +125,7 @@ public final class KakinRuntime: Sendable {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
         await recovery.stop()
         await app.notificationWorker.stop()
-        await app.consumptionWorker.stop()
+        await app.appStoreJobsWorker.stop()
         await app.recentErrorFlusher.stop()
         await app.flushRecentErrors()
         await database.close()

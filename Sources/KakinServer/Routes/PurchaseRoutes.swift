@@ -51,9 +51,12 @@ extension KakinApp {
         guard let product = appsByBundle[transaction.bundleId]?.catalog[transaction.productId] else {
             throw KakinError(.unknownProduct, "Product \(transaction.productId) is not in this server's catalog.")
         }
+        let setsToken = (transaction.appAccountToken ?? "").isEmpty && setsAppAccountTokens(bundleId: transaction.bundleId)
         let outcome = try await store.applyPurchase(PurchaseApplication(
             customerId: customerId, transaction: transaction, jws: jws, product: product, via: via,
-            purchaseProcessId: purchaseProcessId, transferPolicy: settings.transferPolicy, walletPolicy: settings.wallet))
+            purchaseProcessId: purchaseProcessId, transferPolicy: settings.transferPolicy, walletPolicy: settings.wallet,
+            setsAppAccountToken: setsToken))
+        if setsToken { appStoreJobsWorker.wake() }
         switch outcome {
         case .applied: metrics.increment(.purchasesApplied)
         case .alreadyProcessed: metrics.increment(.purchasesDuplicate)

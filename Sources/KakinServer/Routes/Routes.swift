@@ -39,6 +39,7 @@ extension KakinApp {
         r.add("GET", "/admin/customers/{customerId}") { [unowned self] req, p in await self.desk.customerPage(req, customerId: p["customerId"] ?? "") }
         r.add("POST", "/admin/customers/{customerId}/grant") { [unowned self] req, p in await self.desk.grant(req, customerId: p["customerId"] ?? "") }
         r.add("POST", "/admin/customers/{customerId}/restore") { [unowned self] req, p in await self.desk.restore(req, customerId: p["customerId"] ?? "") }
+        r.add("POST", "/admin/customers/{customerId}/subscriptions/{originalTransactionId}/extend") { [unowned self] req, p in await self.desk.extend(req, customerId: p["customerId"] ?? "", originalTransactionId: p["originalTransactionId"] ?? "") }
         r.add("GET", "/admin/notifications") { [unowned self] req, p in await self.desk.notificationsPage(req) }
         r.add("POST", "/admin/notifications/replay-dead") { [unowned self] req, p in await self.desk.replayDead(req) }
         r.add("POST", "/admin/notifications/{notificationUUID}/replay") { [unowned self] req, p in await self.desk.replay(req, notificationUUID: p["notificationUUID"] ?? "") }

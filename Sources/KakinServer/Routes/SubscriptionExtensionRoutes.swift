@@ -21,38 +21,48 @@ extension KakinApp {
     func postExtendSubscription(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
         await run(request) { () throws(KakinError) -> HTTPResponse in
             try authenticator.authorize(request, customerId: nil, needs: .admin)
-            guard let otid = params["originalTransactionId"], !otid.isEmpty, otid.utf8.count <= 64 else {
-                throw KakinError(.invalidField, "The original transaction ID must be 1 to 64 characters.")
-            }
             let body = try request.jsonObject()
             try field { () throws(ConfigurationError) in try body.check(allowedKeys: ["days", "reason", "requestIdentifier"]) }
-            let extension_ = ExtendRenewalDateRequest(extendByDays: try Self.extensionDays(body), extendReasonCode: try Self.extensionReason(body),
-                                                      requestIdentifier: try requestIdentifier(body, request))
-            let connection = try appStoreConnection()
-            let origin = try await store.subscriptionOrigin(originalTransactionId: otid)
-            // The app the subscription was seen in, else each configured app in turn.
-            let candidates = origin.flatMap { o in connection.clients.first { $0.bundleId == o.bundleId }.map { [$0] } } ?? connection.clients
-            var lastError = KakinError(.transactionNotFound, "The App Store knows no subscription with this original transaction ID.")
-            for entry in candidates {
-                let environment = origin.map { AppStoreEnvironment(rawValue: $0.environment) }
-                let answer: ExtendRenewalDateResponse
-                do throws(AppStoreServerAPIError) {
-                    answer = try await entry.client.extendSubscriptionRenewalDate(originalTransactionId: otid, extension_, environment: environment)
-                } catch {
-                    lastError = Self.extensionError(error)
-                    if lastError.kind == .transactionNotFound { continue }
-                    throw lastError
-                }
-                return try await extended(otid, answer, extension_, client: entry.client, customerId: origin?.customerId)
-            }
-            throw lastError
+            let answer = try await extendSubscription(params["originalTransactionId"] ?? "", days: body.value("days"), reason: body.value("reason"),
+                                                      requestIdentifier: try requestIdentifier(body, request), actor: apiActor(request))
+            return .json(answer, status: 200)
         }
+    }
+
+    /// Extends one subscription: the one path behind the JSON endpoint and the support desk's form. Validates
+    /// the days (1–90) and Apple's reason, asks the App Store, stores the extended copies and records the
+    /// extension in the customer's timeline with who asked (`actor`). Answers the endpoint's JSON.
+    func extendSubscription(_ otid: String, days: JSONValue?, reason: JSONValue?, requestIdentifier: String,
+                            actor: String) async throws(KakinError) -> JSONValue {
+        guard !otid.isEmpty, otid.utf8.count <= 64 else {
+            throw KakinError(.invalidField, "The original transaction ID must be 1 to 64 characters.")
+        }
+        let extension_ = ExtendRenewalDateRequest(extendByDays: try Self.extensionDays(days), extendReasonCode: try Self.extensionReason(reason),
+                                                  requestIdentifier: requestIdentifier)
+        let connection = try appStoreConnection()
+        let origin = try await store.subscriptionOrigin(originalTransactionId: otid)
+        // The app the subscription was seen in, else each configured app in turn.
+        let candidates = origin.flatMap { o in connection.clients.first { $0.bundleId == o.bundleId }.map { [$0] } } ?? connection.clients
+        var lastError = KakinError(.transactionNotFound, "The App Store knows no subscription with this original transaction ID.")
+        for entry in candidates {
+            let environment = origin.map { AppStoreEnvironment(rawValue: $0.environment) }
+            let answer: ExtendRenewalDateResponse
+            do throws(AppStoreServerAPIError) {
+                answer = try await entry.client.extendSubscriptionRenewalDate(originalTransactionId: otid, extension_, environment: environment)
+            } catch {
+                lastError = Self.extensionError(error)
+                if lastError.kind == .transactionNotFound { continue }
+                throw lastError
+            }
+            return try await extended(otid, answer, extension_, client: entry.client, customerId: origin?.customerId, actor: actor)
+        }
+        throw lastError
     }
 
     /// After Apple extended: the newest signed copies are stored at once (the RENEWAL_EXTENDED notification
     /// brings them too), the customer's timeline records it, and the answer carries the customer's status.
     func extended(_ otid: String, _ answer: ExtendRenewalDateResponse, _ request: ExtendRenewalDateRequest, client: AppStoreServerAPIClient,
-                  customerId: String?) async throws(KakinError) -> HTTPResponse {
+                  customerId: String?, actor: String) async throws(KakinError) -> JSONValue {
         do {
             try await refreshSubscription(otid, client: client)
         } catch {
@@ -69,10 +79,11 @@ extension KakinApp {
             try await store.recordEvent(customerId: customerId, kind: "subscription.extended", reference: otid, detail: [
                 "days": .int(Int64(request.extendByDays)), "reasonCode": .int(Int64(request.extendReasonCode.rawValue)),
                 "requestIdentifier": .string(request.requestIdentifier), "effectiveDate": Timestamp.rfc3339(answer.effectiveDateMs),
+                "by": .string(actor),
             ])
             json["customer"] = try await customerStatusJSON(customerId)
         }
-        return .json(.object(json), status: 200)
+        return .object(json)
     }
 
     /// Stores the subscription's latest transaction and renewal info as Get All Subscription Statuses has them.
@@ -106,7 +117,8 @@ extension KakinApp {
             guard appsByBundle[bundleId]?.catalog[productId]?.kind == .autoRenewable else {
                 throw KakinError(.unknownProduct, "\(productId) is not an auto-renewable subscription of \(bundleId).")
             }
-            let mass = MassExtendRenewalDateRequest(extendByDays: try Self.extensionDays(body), extendReasonCode: try Self.extensionReason(body),
+            let mass = MassExtendRenewalDateRequest(extendByDays: try Self.extensionDays(body.value("days")),
+                                                    extendReasonCode: try Self.extensionReason(body.value("reason")),
                                                     requestIdentifier: try requestIdentifier(body, request), productId: productId,
                                                     storefrontCountryCodes: codes)
             let id: String
@@ -170,15 +182,15 @@ extension KakinApp {
         return (bundleId, try appStoreConnection().client(for: bundleId))
     }
 
-    static func extensionDays(_ body: StrictObject) throws(KakinError) -> Int {
-        guard case .int(let days)? = body.value("days"), (1...90).contains(days) else {
+    static func extensionDays(_ value: JSONValue?) throws(KakinError) -> Int {
+        guard case .int(let days)? = value, (1...90).contains(days) else {
             throw KakinError(.invalidExtension, "days must be a whole number from 1 to 90.")
         }
         return Int(days)
     }
 
-    static func extensionReason(_ body: StrictObject) throws(KakinError) -> ExtendReasonCode {
-        switch body.value("reason") {
+    static func extensionReason(_ value: JSONValue?) throws(KakinError) -> ExtendReasonCode {
+        switch value {
         case .string(let name)?:
             if let code = extendReasons[name] { return code }
         case .int(let code)?:

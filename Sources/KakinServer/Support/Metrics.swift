@@ -29,6 +29,8 @@ public final class Metrics: Sendable {
         case offersSigned = "kakin_offers_signed_total"
         case consumptionAnswersSent = "kakin_consumption_answers_sent_total"
         case consumptionAnswersNotSent = "kakin_consumption_answers_not_sent_total"
+        case appAccountTokensSet = "kakin_app_account_tokens_set_total"
+        case appAccountTokensNotSet = "kakin_app_account_tokens_not_set_total"
 
         var help: String {
             switch self {
@@ -43,6 +45,8 @@ public final class Metrics: Sendable {
             case .offersSigned: return "Offer signatures and eligibility JWS handed out (refusals are in kakin_errors_total)."
             case .consumptionAnswersSent: return "Answers to CONSUMPTION_REQUEST the App Store accepted."
             case .consumptionAnswersNotSent: return "Answers to CONSUMPTION_REQUEST given up (12 hours passed, or refused by the App Store)."
+            case .appAccountTokensSet: return "Purchases linked outside the app whose appAccountToken the App Store set (Set App Account Token)."
+            case .appAccountTokensNotSet: return "Set App Account Token calls given up (refused by the App Store, or still failing after 24 tries)."
             }
         }
     }

@@ -23,6 +23,9 @@ extension KakinApp {
                 return VerifiedTransaction(payload: try verifyTransaction(jws), jws: jws)
             },
             restore: { [unowned self] id throws(KakinError) in try await restore(customerId: id, transactionId: nil) },
+            extendSubscription: { [unowned self] otid, days, reason, key, actor throws(KakinError) in
+                _ = try await extendSubscription(otid, days: days.map(JSONValue.int), reason: .string(reason), requestIdentifier: key, actor: actor)
+            },
             processNotifications: { [unowned self] in await processDueNotifications() },
             logError: { [unowned self] error, request in log(error, request: request) })
         return SupportDesk(store: store, clock: clock, settings: deskSettings, services: services)

@@ -98,29 +98,11 @@ extension KakinStore {
         }
     }
 
-    /// Claims up to `limit` pending answers due at `nowMs` for `owner` until `nowMs + leaseMs`: a conditional
-    /// UPDATE per row, so two workers (threads or processes) never hold the same one.
+    static let consumptionTable = DurableJobTable(name: "consumption_requests", key: "notification_uuid", columns: consumptionColumns)
+
+    /// Claims up to `limit` pending answers due at `nowMs` for `owner` until `nowMs + leaseMs` (see `DurableJobTable`).
     public func claimDueConsumptionAnswers(nowMs: Int64, owner: String, leaseMs: Int64, limit: Int) async throws(KakinError) -> [ConsumptionJob] {
-        let candidates = try await read { db in
-            try db.query("""
-                SELECT notification_uuid FROM consumption_requests
-                WHERE state = 'pending' AND next_attempt_ms <= ? AND (lease_until_ms IS NULL OR lease_until_ms <= ?)
-                ORDER BY next_attempt_ms, notification_uuid LIMIT ?
-                """, [.integer(nowMs), .integer(nowMs), .integer(Int64(limit))]).compactMap { $0.string("notification_uuid") }
-        }
-        guard !candidates.isEmpty else { return [] }
-        return try await write { db in
-            var claimed: [ConsumptionJob] = []
-            for uuid in candidates {
-                guard let row = try db.queryOne("""
-                    UPDATE consumption_requests SET lease_owner = ?, lease_until_ms = ?
-                    WHERE notification_uuid = ? AND state = 'pending' AND next_attempt_ms <= ? AND (lease_until_ms IS NULL OR lease_until_ms <= ?)
-                    RETURNING \(Self.consumptionColumns)
-                    """, [.text(owner), .integer(nowMs + leaseMs), .text(uuid), .integer(nowMs), .integer(nowMs)]) else { continue }
-                claimed.append(Self.consumptionJob(row))
-            }
-            return claimed
-        }
+        try await claimDueJobs(Self.consumptionTable, nowMs: nowMs, owner: owner, leaseMs: leaseMs, limit: limit, Self.consumptionJob)
     }
 
     /// Keeps the body computed at the first attempt, so every retry sends the same figures.
@@ -134,24 +116,16 @@ extension KakinStore {
 
     /// An attempt failed and may be retried at `nextAttemptMs`; the lease is released.
     public func retryConsumptionAnswer(_ uuid: String, error: String, nextAttemptMs: Int64) async throws(KakinError) {
-        try await write { db in
-            try db.execute("""
-                UPDATE consumption_requests SET attempts = attempts + 1, last_error = ?, next_attempt_ms = ?, lease_owner = NULL,
-                    lease_until_ms = NULL WHERE notification_uuid = ? AND state = 'pending'
-                """, [.text(String(error.prefix(500))), .integer(nextAttemptMs), .text(uuid)])
-        }
+        try await retryJob(Self.consumptionTable, key: uuid, error: error, nextAttemptMs: nextAttemptMs)
     }
 
     /// Ends a job (`sent`, `expired`, `failed`) and puts it in the customer's timeline.
     public func finishConsumptionAnswer(_ job: ConsumptionJob, state: ConsumptionJob.State, attempted: Bool, error: String?) async throws(KakinError) {
         let now = clock.nowMs()
         try await write { db in
-            let changed = try db.execute("""
-                UPDATE consumption_requests SET state = ?, attempts = attempts + ?, last_error = ?, finished_at_ms = ?, lease_owner = NULL,
-                    lease_until_ms = NULL WHERE notification_uuid = ? AND state = 'pending'
-                """, [.text(state.rawValue), .integer(attempted ? 1 : 0), SQLValue(error.map { String($0.prefix(500)) }), .integer(now),
-                      .text(job.notificationUUID)])
-            guard changed > 0 else { return }
+            let changed = try Self.finishJob(db, Self.consumptionTable, key: job.notificationUUID, state: state.rawValue, attempted: attempted,
+                                             error: error, nowMs: now)
+            guard changed else { return }
             var detail: [String: JSONValue] = ["notificationUUID": .string(job.notificationUUID), "state": .string(state.rawValue)]
             if let body = job.requestBody, state == .sent {
                 detail["version"] = .int(job.requestVersion)
@@ -189,12 +163,8 @@ extension KakinStore {
             var facts = ConsumptionLedgerFacts(customerId: customer, delivered: applied != nil, movements: [], lifetimePurchasedMilli: [:],
                                                lifetimeRefundedMilli: [:])
             guard let customer else { return facts }
-            facts.movements = try db.query("""
-                SELECT kind, paid_delta, reference FROM ledger_entries WHERE customer_id = ? AND paid_delta <> 0 ORDER BY seq LIMIT ?
-                """, [.text(customer), .integer(Int64(Self.consumptionLedgerRowsMax))]).compactMap { row in
-                guard let kind = row.string("kind").flatMap(LedgerEntryKind.init(rawValue:)) else { return nil }
-                return PaidCoinMovement(kind: kind, paid: row.int("paid_delta") ?? 0, reference: row.string("reference") ?? "")
-            }
+            facts.movements = try db.query(Self.paidCoinMovementSelect + " AND l.customer_id = ? ORDER BY l.seq LIMIT ?",
+                                           [.text(customer), .integer(Int64(Self.consumptionLedgerRowsMax))]).compactMap(Self.paidCoinMovement)
             // `kind IN (…)` repeats the partial index's condition.
             for row in try db.query("""
                 SELECT kind, currency, SUM(price_milli) AS total FROM ledger_entries

@@ -295,5 +295,6 @@ enum Schema {
             );
             """),
         consumptionRequestsMigration,
+        appAccountTokenRequestsMigration,
     ]
 }

@@ -22,7 +22,8 @@ struct KakinProcess {
     }
 
     /// Runs `kakin arguments…` and waits for it without blocking a thread of the cooperative pool.
-    static func run(_ arguments: [String]) async throws -> Result {
+    /// - Parameter environment: added to (or replacing) the test process's own variables.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Result {
         let exe = executable
         guard FileManager.default.isExecutableFile(atPath: exe.path) else { throw NotBuilt(path: exe.path) }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-proc-\(UUID().uuidString)")
@@ -37,6 +38,7 @@ struct KakinProcess {
         let process = Process()
         process.executableURL = exe
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = out
         process.standardError = err
         let status: Int32 = try await withCheckedThrowingContinuation { c in

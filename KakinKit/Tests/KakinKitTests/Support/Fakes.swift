@@ -212,6 +212,10 @@ final class InMemoryAppStore: Store, @unchecked Sendable {
         }
         if fails { throw KakinKitError(.storeFailed, message: "The user dismissed the sign-in.") }
     }
+
+    static let appTransactionID = "7000000000000042"
+
+    func appTransactionID() async -> String? { Self.appTransactionID }
 }
 
 /// Kakin in memory: credits a transaction exactly once (201 then 409), counts what it was sent, and fails
@@ -235,6 +239,8 @@ final class InMemoryKakin: Backend, @unchecked Sendable {
         var faults: [Fault] = []
         var revoked: Set<String> = []
         var offersSupported = false
+        /// What the app asked introductory-offer eligibility for: (productID, appTransactionID).
+        var eligibilityRequests: [(productID: String, appTransactionID: String?)] = []
         var restores: [String?] = []
         var statusFaults: [Fault] = []
         var gate: Gate?
@@ -249,6 +255,7 @@ final class InMemoryKakin: Backend, @unchecked Sendable {
     var credits: [String: Int] { state.with { $0.credits } }
     var submits: [(transactionID: String, processID: String)] { state.with { $0.submits } }
     var restores: [String?] { state.with { $0.restores } }
+    var eligibilityRequests: [(productID: String, appTransactionID: String?)] { state.with { $0.eligibilityRequests } }
     var paidCoins: Int64 { state.with { $0.paid } }
     func fail(_ faults: Fault...) { state.with { $0.faults += faults } }
     func failStatus(_ faults: Fault...) { state.with { $0.statusFaults += faults } }
@@ -325,5 +332,14 @@ final class InMemoryKakin: Backend, @unchecked Sendable {
         case .jws:
             return .jws(offerID: offerID, compactJWS: "h.p.s")
         }
+    }
+
+    /// Without offers support this Kakin has no eligibility to give (an older Kakin: no route).
+    func introductoryOfferEligibility(_ customerID: String, productID: String, appTransactionID: String?) async throws(KakinKitError) -> String? {
+        let supported = state.with { s -> Bool in
+            s.eligibilityRequests.append((productID, appTransactionID))
+            return s.offersSupported
+        }
+        return supported ? "eligibility.\(productID).jws" : nil
     }
 }
