@@ -148,8 +148,9 @@ public final class PostgresDatabase: SQLDatabase {
         redactedURL = settings.redactedURL
         writeQueue = JobQueue(name: "write", depthMax: options.queueDepthMax)
         readQueue = JobQueue(name: "read", depthMax: options.queueDepthMax)
+        let gate = WriterGate()
         for index in 0..<options.writerConnections {
-            let writer = PostgresWriter(session: makeSession(), queue: writeQueue, options: options, statistics: recorder)
+            let writer = PostgresWriter(session: makeSession(), queue: writeQueue, options: options, statistics: recorder, gate: gate)
             threads.start(name: "pg-writer-\(index)") { writer.run() }
         }
         for index in 0..<options.readerConnections {

@@ -21,20 +21,23 @@ struct PGWriteOutcome {
 /// A writer thread: takes batches of queued writes and commits each batch in one SERIALIZABLE transaction,
 /// one savepoint per body, on its own connection. Several writers (threads, and other processes) commit
 /// at once; PostgreSQL's serializable isolation makes their combined effect equal to some serial order,
-/// and when it cannot it fails a transaction, which is then run again here — at once (the conflicting
-/// transaction has usually finished by then), then in halves down to body by body, with a short jittered
-/// pause — until it commits or `serializationRetriesMax` is spent.
+/// and when it cannot it fails a transaction, which is then run again here — at once and with no other
+/// writer of this process beside it (`WriterGate`), then in halves down to body by body, with a short
+/// jittered pause — until it commits or `serializationRetriesMax` is spent.
 final class PostgresWriter {
     private let session: PGSession
     private let queue: JobQueue<PGWriteJob>
     private let options: PostgresDatabase.Options
     private let statistics: PostgresStatisticsRecorder
+    private let gate: WriterGate
 
-    init(session: PGSession, queue: JobQueue<PGWriteJob>, options: PostgresDatabase.Options, statistics: PostgresStatisticsRecorder) {
+    init(session: PGSession, queue: JobQueue<PGWriteJob>, options: PostgresDatabase.Options, statistics: PostgresStatisticsRecorder,
+         gate: WriterGate) {
         self.session = session
         self.queue = queue
         self.options = options
         self.statistics = statistics
+        self.gate = gate
     }
 
     func run() {
@@ -58,7 +61,8 @@ final class PostgresWriter {
     /// one conflicting body does not keep failing the others) and after a connection that broke before
     /// `COMMIT` was sent (nothing was committed, so running them again is safe).
     private func commit(_ jobs: ArraySlice<PGWriteJob>, attempt: Int) {
-        switch runTransaction(jobs) {
+        let attempted = attempt == 0 ? gate.runTogether { runTransaction(jobs) } : gate.runAlone { runTransaction(jobs) }
+        switch attempted {
         case .committed, .settled:
             return
         case .again(let serialization, let error):
