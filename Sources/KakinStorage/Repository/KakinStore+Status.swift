@@ -33,6 +33,27 @@ extension KakinStore {
 }
 
 extension KakinStore {
+    /// What a status read needs, in one read: the customer (nil if never seen), its wallet, the transactions
+    /// marked as status inputs (a bounded handful, see `StatusInputs`) and the renewal info of their
+    /// subscriptions. When `StatusInputs.needsWholeHistory` says so, evaluate `customerSnapshot` instead.
+    public func customerStatusInputs(_ customerId: String) async throws(KakinError) -> CustomerSnapshot? {
+        try await read { db in
+            guard let customer = try Self.loadCustomer(db, customerId) else { return nil }
+            let txs = try db.query("""
+                SELECT jws FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ? LIMIT ?
+                """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(Self.historyRowsMax))])
+            // Only the status-input index may answer the subquery (no product_type test, which another index would
+            // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
+            let renewals = try db.query("""
+                SELECT jws FROM renewal_infos WHERE original_transaction_id IN (
+                    SELECT original_transaction_id FROM transactions WHERE customer_id = ? AND status_input = 1)
+                LIMIT ?
+                """, [.text(customerId), .integer(Int64(Self.historyRowsMax))])
+            return CustomerSnapshot(customer: customer, transactionJWS: txs.compactMap { $0.string("jws") },
+                                    renewalInfoJWS: renewals.compactMap { $0.string("jws") }, wallet: try Self.walletBalance(db, customerId))
+        }
+    }
+
     /// The original transactions linked to a customer (what a restore without an id asks the App Store about).
     public func linkedOriginalTransactions(_ customerId: String, limit: Int) async throws(KakinError) -> [String] {
         try await read { db in

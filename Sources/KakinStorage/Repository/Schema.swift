@@ -6,6 +6,7 @@
 /// - `idempotency_keys (customer_id, scope, key)`: each spend and grant exists once, and its answer is replayed.
 /// Indexes are partial where most rows don't need them: every index is a page written per commit.
 /// `wallets` caches each balance; the ledger check proves it equals the sum of the customer's entries.
+/// `transactions.status_input` marks the rows a status read needs (`KakinStore+StatusInputs.swift`).
 enum Schema {
     static let migrations: [SQLMigration] = [
         SQLMigration(version: 1, name: "customers, transactions, ledger", sql: """
@@ -125,6 +126,11 @@ enum Schema {
                 value TEXT NOT NULL,
                 updated_ms INTEGER NOT NULL
             );
+            """),
+        SQLMigration(version: 4, name: "status inputs, links by customer", sql: """
+            ALTER TABLE transactions ADD COLUMN status_input BIGINT NOT NULL DEFAULT 1;
+            CREATE INDEX transactions_status_inputs ON transactions(customer_id) WHERE status_input = 1;
+            CREATE INDEX original_links_by_customer ON original_links(customer_id);
             """),
     ]
 }
