@@ -4,10 +4,10 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|grants|reads|notifications|all|crash-test] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|grants|reads|history|notifications|all|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
-        usage: kakin-bench [verify|grants|reads|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+        usage: kakin-bench [verify|grants|reads|history|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--kakin PATH]
 
         Figures (default: all) measured against the release `kakin` binary, each beside a baseline
@@ -26,7 +26,7 @@ struct BenchOptions {
         """
 
     enum Command: String {
-        case verify, grants, reads, notifications, all
+        case verify, grants, reads, history, notifications, all
         case crashTest = "crash-test"
     }
 
