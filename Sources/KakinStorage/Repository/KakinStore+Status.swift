@@ -38,10 +38,17 @@ extension KakinStore {
     /// subscriptions. When `StatusInputs.needsWholeHistory` says so, evaluate `customerSnapshot` instead.
     public func customerStatusInputs(_ customerId: String) async throws(KakinError) -> CustomerSnapshot? {
         try await read { db in
-            guard let customer = try Self.loadCustomer(db, customerId) else { return nil }
+            guard let row = try db.queryOne("""
+                SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms, w.paid AS paid, w.free AS free
+                FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id WHERE c.customer_id = ?
+                """, [.text(customerId)]) else { return nil }
+            let customer = Customer(customerId: customerId, appAccountToken: row.string("app_account_token") ?? "",
+                                    createdAtMs: row.int("created_at_ms") ?? 0)
+            let wallet = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
             let txs = try db.query("""
                 SELECT jws FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ? LIMIT ?
                 """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(Self.historyRowsMax))])
+            guard !txs.isEmpty else { return CustomerSnapshot(customer: customer, transactionJWS: [], renewalInfoJWS: [], wallet: wallet) }
             // Only the status-input index may answer the subquery (no product_type test, which another index would
             // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
             let renewals = try db.query("""
@@ -50,7 +57,7 @@ extension KakinStore {
                 LIMIT ?
                 """, [.text(customerId), .integer(Int64(Self.historyRowsMax))])
             return CustomerSnapshot(customer: customer, transactionJWS: txs.compactMap { $0.string("jws") },
-                                    renewalInfoJWS: renewals.compactMap { $0.string("jws") }, wallet: try Self.walletBalance(db, customerId))
+                                    renewalInfoJWS: renewals.compactMap { $0.string("jws") }, wallet: wallet)
         }
     }
 
