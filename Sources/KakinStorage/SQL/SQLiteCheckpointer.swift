@@ -4,19 +4,18 @@ import Foundation
 /// pay for it. SQLite's automatic checkpoint runs inside the COMMIT that crosses its threshold: every
 /// write of the next batch then waits for a copy of the WAL and an fsync of the database file.
 ///
-/// The writer's WAL hook asks for a checkpoint once the WAL holds `checkpointFramesMin` frames. A
-/// background checkpoint copies frames while commits go on, so under steady load it seldom reaches the
-/// end of the WAL, and SQLite restarts the WAL from its beginning only once every frame is copied. So at
-/// `walFramesMax` frames the writer checkpoints once itself, after its commit and before the next
-/// batch: that one catches up (nothing commits meanwhile), and only has the frames since the last
-/// background round left to copy. The WAL stays bounded, as with SQLite's own checkpoints.
+/// The writer's WAL hook asks for one checkpoint each time the WAL has grown by `checkpointFramesMin`
+/// frames, as often as SQLite's own would run (checkpointing more often copies pages that commits keep
+/// changing again and again, and fsyncs more). A background checkpoint copies frames while commits go
+/// on, so under steady load it seldom reaches the end of the WAL, and SQLite restarts the WAL from its
+/// beginning only once every frame is copied. So at `walFramesMax` frames the writer checkpoints once
+/// itself, after its commit and before the next batch: that one catches up (nothing commits meanwhile)
+/// and only has the frames since the last background checkpoint left to copy. The WAL stays bounded.
 final class SQLiteCheckpointer: @unchecked Sendable {
     // @unchecked: `requested` and `isClosed` are read and written only while `condition` is locked.
     private let condition = NSCondition()
     private var requested = false
     private var isClosed = false
-    /// Rounds per request: each copies what commits added during the one before.
-    private static let roundsMax = 4
 
     /// Wakes the checkpoint thread; never blocks (called on the writer thread after a commit).
     func request() {
@@ -37,10 +36,8 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     /// The checkpoint thread's loop: one request at a time, until `close()`. Closes `handle` at the end.
     func run(_ handle: SQLiteHandle) {
         while waitForRequest() {
-            for _ in 0..<Self.roundsMax {
-                // A failed checkpoint (I/O error, busy) changes nothing on disk; the next request retries.
-                guard let result = try? handle.checkpoint(), result.copiedFrames < result.walFrames else { break }
-            }
+            // A failed checkpoint (I/O error, busy) changes nothing on disk; the next request retries.
+            _ = try? handle.checkpoint()
         }
         handle.close()
     }
@@ -64,6 +61,8 @@ final class WALCommitHook {
     private let walFramesMax: Int
     /// The writer's connection (which keeps this hook alive through `SQLiteWriter`).
     weak var connection: SQLiteHandle?
+    /// The WAL's size when the last checkpoint was asked for; 0 after the WAL restarted.
+    private var requestedAtFrames = 0
 
     init(checkpointer: SQLiteCheckpointer, checkpointFramesMin: Int, walFramesMax: Int) {
         self.checkpointer = checkpointer
@@ -72,10 +71,13 @@ final class WALCommitHook {
     }
 
     func committed(walFrames: Int) {
+        if walFrames < requestedAtFrames { requestedAtFrames = 0 }
         if walFrames >= walFramesMax, let connection {
             // Like SQLite's own automatic checkpoint, a failure here is left for the next commit.
             _ = try? connection.checkpoint()
-        } else if walFrames >= checkpointFramesMin {
+            requestedAtFrames = 0
+        } else if walFrames >= requestedAtFrames + checkpointFramesMin {
+            requestedAtFrames = walFrames
             checkpointer.request()
         }
     }
