@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Kakin: a self-hostable in-app-purchase backend. Dependency direction:
-// KakinCore (pure) <- AppStoreSecurity, KakinStorage, AppStoreSimulator, AppStoreClient <- KakinServer <- kakin.
+// KakinCore (pure) <- AppStoreSecurity, KakinStorage, AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin.
 // C libraries live only in the C* system-library targets and the one Swift target that wraps each.
 let package = Package(
     name: "Kakin",
@@ -11,6 +11,8 @@ let package = Package(
         .executable(name: "kakin", targets: ["kakin"]),
         .executable(name: "kakin-bench", targets: ["KakinBench"]),
     ],
+    // KakinKit (the app-side SDK) is its own package so apps add it without the server's C libraries.
+    dependencies: [.package(path: "KakinKit")],
     targets: [
         // C libraries (Debian -dev packages), each with a small shim header.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
@@ -29,9 +31,16 @@ let package = Package(
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
+        // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
+        // the unused paid-coin balance report. Over the store; no App Store or verification code of its own.
+        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
         // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator"]),
-        .executableTarget(name: "kakin", dependencies: ["KakinServer"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
+        // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
+        .target(name: "KakinAppCommand", dependencies: [
+            .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
+        ]),
+        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
@@ -40,6 +49,14 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator"]),
+        .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+                                                            .product(name: "KakinKit", package: "KakinKit"),
+                                                            .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]
 )
+
+// libFuzzer targets (Fuzz/README.md): built only by `scripts/fuzz`, as libFuzzer supplies their `main`.
+if Context.environment["KAKIN_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "KakinFuzz", dependencies: ["KakinCore", "AppStoreSecurity", "KakinServer"], path: "Fuzz/KakinFuzz"))
+}

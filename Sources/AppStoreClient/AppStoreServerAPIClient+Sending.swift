@@ -79,37 +79,41 @@ extension AppStoreServerAPIClient {
         }
     }
 
-    /// Sends `call` with retries, falls back to the next host where the routing allows it, and decodes.
-    func perform<Response>(
-        _ call: APICall, routing: Routing,
-        decode: (ResponseObject, Host) throws(ResponseShapeError) -> Response
-    ) async throws(AppStoreServerAPIError) -> Response {
+    /// Sends `call` with retries and falls back to the next host where the routing allows it.
+    /// - Returns: the 2xx answer and the host that gave it.
+    func send(_ call: APICall, routing: Routing) async throws(AppStoreServerAPIError) -> (AppStoreHTTPResponse, Host) {
         let hosts = try hosts(for: routing, call)
         var index = 0
         while true {
             let host = hosts[index]
-            let response: AppStoreHTTPResponse
             do {
-                response = try await sendWithRetries(call, to: host)
+                return (try await sendWithRetries(call, to: host), host)
             } catch {
                 let notFoundHere = error.httpStatus == 404
                     && error.errorCode.map(AppStoreAPIErrorCode.notFoundInEnvironment.contains) == true
                 guard notFoundHere, index + 1 < hosts.count else { throw error }
                 index += 1
-                continue
             }
-            do {
-                let json = try JSONParser.parse(response.body, depthMax: Self.responseDepthMax)
-                return try decode(try ResponseObject(json), host)
-            } catch let error as ResponseShapeError {
-                throw AppStoreServerAPIError(
-                    kind: .invalidResponse, request: call.label, environment: host.environment,
-                    httpStatus: response.status, detail: error.reason)
-            } catch {
-                throw AppStoreServerAPIError(
-                    kind: .invalidResponse, request: call.label, environment: host.environment,
-                    httpStatus: response.status, detail: "body is not JSON")
-            }
+        }
+    }
+
+    /// Sends `call` (see `send`) and decodes its JSON body.
+    func perform<Response>(
+        _ call: APICall, routing: Routing,
+        decode: (ResponseObject, Host) throws(ResponseShapeError) -> Response
+    ) async throws(AppStoreServerAPIError) -> Response {
+        let (response, host) = try await send(call, routing: routing)
+        do {
+            let json = try JSONParser.parse(response.body, depthMax: Self.responseDepthMax)
+            return try decode(try ResponseObject(json), host)
+        } catch let error as ResponseShapeError {
+            throw AppStoreServerAPIError(
+                kind: .invalidResponse, request: call.label, environment: host.environment,
+                httpStatus: response.status, detail: error.reason)
+        } catch {
+            throw AppStoreServerAPIError(
+                kind: .invalidResponse, request: call.label, environment: host.environment,
+                httpStatus: response.status, detail: "body is not JSON")
         }
     }
 

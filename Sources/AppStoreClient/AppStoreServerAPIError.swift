@@ -97,6 +97,11 @@ public enum AppStoreAPIErrorCode {
     public static let originalTransactionIdNotFound = 4040005
     public static let originalTransactionIdNotFoundRetryable = 4040006
     public static let transactionIdNotFound = 4040010
+    public static let subscriptionExtensionIneligible = 4030004
+    public static let subscriptionMaxExtension = 4030005
+    public static let familySharedSubscriptionExtensionIneligible = 4030007
+    public static let statusRequestNotFound = 4040009
+    public static let appTransactionDoesNotExist = 4040019
     public static let generalInternalRetryable = 5000001
 
     /// Codes Apple documents as retryable (besides 429 and 5xx by status).

@@ -32,6 +32,7 @@ static inline struct MHD_Daemon *kakin_mhd_start_daemon(
     unsigned int idle_timeout_seconds,
     MHD_AccessHandlerCallback access_handler,
     MHD_RequestCompletedCallback request_completed,
+    MHD_NotifyConnectionCallback notify_connection,
     void *context
 ) {
     struct MHD_OptionItem options[] = {
@@ -41,6 +42,7 @@ static inline struct MHD_Daemon *kakin_mhd_start_daemon(
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)connection_memory_bytes_max, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)idle_timeout_seconds, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_completed, context },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_connection, context },
         { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)&kakin_mhd_unescape_none, NULL },
         { MHD_OPTION_END, 0, NULL },
     };
@@ -53,6 +55,27 @@ static inline const struct sockaddr *kakin_mhd_client_address(struct MHD_Connect
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+/// The connection's socket, or -1 (MHD_get_connection_info is variadic).
+static inline int kakin_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/// What the connection-notify callback stored in `*socket_context`, or NULL.
+static inline void *kakin_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}
+
+/// Bytes of the request line and headers as received, or 0 when MHD does not know yet.
+static inline size_t kakin_mhd_request_header_bytes(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info == NULL ? 0 : info->header_size;
 }
 
 #endif

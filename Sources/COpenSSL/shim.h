@@ -15,6 +15,7 @@
 #include <openssl/sha.h>
 #include <openssl/rand.h>
 #include <openssl/objects.h>
+#include <openssl/pkcs7.h>
 #include <openssl/crypto.h>
 
 /// EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen.
@@ -61,6 +62,18 @@ static inline void kakin_sk_X509_free(STACK_OF(X509) *stack) {
 /// Frees the stack and drops one reference of every certificate (for X509_STORE_CTX_get1_chain).
 static inline void kakin_sk_X509_pop_free(STACK_OF(X509) *stack) {
     sk_X509_pop_free(stack, X509_free);
+}
+
+/// The content of a PKCS#7 SignedData whose content type is data (an App Store receipt's payload): 1 with
+/// `*data` (borrowed from `p7`) and `*length` set; 0 when `p7` is anything else or its content is detached.
+/// `PKCS7_type_is_*` are macros, and the union behind `p7->d` is easier to walk here.
+static inline int kakin_PKCS7_signed_data_content(PKCS7 *p7, const unsigned char **data, int *length) {
+    if (p7 == NULL || p7->type == NULL || !PKCS7_type_is_signed(p7) || p7->d.sign == NULL) return 0;
+    PKCS7 *inner = p7->d.sign->contents;
+    if (inner == NULL || inner->type == NULL || !PKCS7_type_is_data(inner) || inner->d.data == NULL) return 0;
+    *data = ASN1_STRING_get0_data(inner->d.data);
+    *length = ASN1_STRING_length(inner->d.data);
+    return 1;
 }
 
 #endif

@@ -82,14 +82,22 @@ public enum HTTPServerRejection: Sendable, Equatable {
     case serviceUnavailable
     /// The request could not be understood, e.g. malformed percent-encoding in the path or query.
     case badRequest
+    /// ``HTTPServerConfiguration/handlersMax`` handlers are running; retry shortly.
+    case overloaded
+    /// The request line and headers exceed ``HTTPServerConfiguration/headerBytesMax``.
+    case headersTooLarge(limitBytes: Int)
+    /// The request target exceeds ``HTTPServerConfiguration/targetBytesMax``.
+    case uriTooLong(limitBytes: Int)
 
-    /// The status code these usually map to: 413, 504, 503, 400.
+    /// The status code these usually map to: 413, 504, 503, 400, 503, 431, 414.
     public var suggestedStatus: Int {
         switch self {
         case .bodyTooLarge: 413
         case .requestTimeout: 504
-        case .serviceUnavailable: 503
+        case .serviceUnavailable, .overloaded: 503
         case .badRequest: 400
+        case .headersTooLarge: 431
+        case .uriTooLong: 414
         }
     }
 }

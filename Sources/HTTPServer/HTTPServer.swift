@@ -57,7 +57,7 @@ public final class HTTPServer: Sendable {
                 listenSocket.descriptor,
                 UInt32(configuration.threadCount),
                 UInt32(configuration.connectionsMax),
-                configuration.headerBytesMax,
+                configuration.connectionMemoryBytes,
                 UInt32(configuration.idleTimeoutSeconds),
                 { cls, connection, url, method, _, uploadData, uploadDataSize, context in
                     guard let cls, let connection, let url, let method, let uploadDataSize, let context else {
@@ -70,6 +70,11 @@ public final class HTTPServer: Sendable {
                 { cls, _, context, _ in
                     guard let cls, let context else { return }
                     Unmanaged<ServerRuntime>.fromOpaque(cls).takeUnretainedValue().requestCompleted(context: context)
+                },
+                { cls, connection, socketContext, code in
+                    guard let cls, let connection, let socketContext else { return }
+                    Unmanaged<ServerRuntime>.fromOpaque(cls).takeUnretainedValue().connectionChanged(
+                        connection: connection, socketContext: socketContext, started: code == .CONNECTION_NOTIFY_STARTED)
                 },
                 // Retained by the daemon until it stops: a server dropped without shutdown leaks
                 // its daemon instead of leaving MHD with a dangling context.

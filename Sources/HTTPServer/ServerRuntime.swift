@@ -14,6 +14,8 @@ final class PendingRequest: @unchecked Sendable {
     let serial: UInt64
     let requestId: String
     let connection: OpaquePointer
+    /// The TCP connection this request came on (nil only if MHD did not report it started).
+    let connectionState: ConnectionState?
 
     // Touched only from MHD callbacks of this connection, which MHD serialises.
     var phase = Phase.receivingBody
@@ -31,10 +33,11 @@ final class PendingRequest: @unchecked Sendable {
     /// the resumed callback. MHD's own locking around resume orders the write before the read.
     var response: HTTPResponse?
 
-    init(serial: UInt64, connection: OpaquePointer) {
+    init(serial: UInt64, connection: OpaquePointer, connectionState: ConnectionState?) {
         self.serial = serial
         self.requestId = RequestIdentifiers.identifier(forSerial: serial)
         self.connection = connection
+        self.connectionState = connectionState
     }
 
     /// True exactly once: for the first caller, who must then answer and resume.
@@ -44,6 +47,22 @@ final class PendingRequest: @unchecked Sendable {
 
     var isAnswered: Bool {
         answered.load(ordering: .acquiring)
+    }
+}
+
+/// One TCP connection, from libmicrohttpd's "started" notification to its "closed" one. Travels in
+/// MHD's `*socket_context` (retained there) and in `ServerRuntime.connections` for the watchdog.
+final class ConnectionState: Sendable {
+    let serial: UInt64
+    let descriptor: Int32
+    /// Uptime in ns by which the request now arriving must be complete (head and body); 0 while none
+    /// is being received (its handler runs or its answer is being written).
+    let receiveDeadlineNs: Atomic<UInt64>
+
+    init(serial: UInt64, descriptor: Int32, receiveDeadlineNs: UInt64) {
+        self.serial = serial
+        self.descriptor = descriptor
+        self.receiveDeadlineNs = Atomic(receiveDeadlineNs)
     }
 }
 
@@ -78,6 +97,18 @@ final class ServerRuntime: Sendable {
     /// can be told 413; a client that keeps sending is disconnected.
     private let bodyDiscardBytesMax: Int
     private let requestTimeoutNs: UInt64
+    private let receiveTimeoutNs: UInt64
+    private let headerBytesMax: Int
+    private let targetBytesMax: Int
+    private let handlersMax: Int
+
+    /// Handler tasks not yet finished (a timed-out handler counts until it returns).
+    private let runningHandlers = Atomic<Int>(0)
+    /// Open connections by serial. The lock is also held while the watchdog shuts a socket down, and
+    /// MHD reports a connection closed before it closes its socket: so a descriptor found here is
+    /// still that connection's.
+    private let connections = Mutex<[UInt64: ConnectionState]>([:])
+    private let connectionSerial = Atomic<UInt64>(0)
 
     /// Requests between their first callback and MHD's completion callback.
     let inFlight = Atomic<Int>(0)
@@ -102,6 +133,10 @@ final class ServerRuntime: Sendable {
         bodyBytesMax = configuration.bodyBytesMax
         bodyDiscardBytesMax = max(configuration.bodyBytesMax, 1 << 20)
         requestTimeoutNs = UInt64(configuration.requestTimeoutSeconds) * 1_000_000_000
+        receiveTimeoutNs = UInt64(configuration.receiveTimeoutSeconds) * 1_000_000_000
+        headerBytesMax = configuration.headerBytesMax
+        targetBytesMax = configuration.targetBytesMax
+        handlersMax = configuration.handlersMax
         var registry = PendingRegistry()
         registry.entries.reserveCapacity(configuration.connectionsMax)
         self.registry = Mutex(registry)
@@ -120,11 +155,16 @@ final class ServerRuntime: Sendable {
         context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let opaque = context.pointee else {
-            let pending = PendingRequest(serial: RequestIdentifiers.nextSerial(), connection: connection)
+            let connectionState = kakin_mhd_socket_context(connection).map {
+                Unmanaged<ConnectionState>.fromOpaque($0).takeUnretainedValue()
+            }
+            let pending = PendingRequest(serial: RequestIdentifiers.nextSerial(), connection: connection,
+                                         connectionState: connectionState)
             context.pointee = Unmanaged.passRetained(pending).toOpaque()
             inFlight.add(1, ordering: .relaxed)
             if let rejection = readHead(of: pending, url: url, method: method) {
                 // Answering before the body is read makes MHD skip the body and close the connection.
+                pending.connectionState?.receiveDeadlineNs.store(0, ordering: .relaxed)
                 return queue(rejectionResponder(rejection, pending.requestId), for: pending)
             }
             return .YES
@@ -153,7 +193,26 @@ final class ServerRuntime: Sendable {
         // A client that left while suspended is noticed on resume: MHD then closes the
         // connection without calling the access handler again.
         markResumed(pending)
+        // A kept-alive connection has this long again for its next request.
+        pending.connectionState?.receiveDeadlineNs.store(DispatchTime.now().uptimeNanoseconds + receiveTimeoutNs, ordering: .relaxed)
         inFlight.subtract(1, ordering: .relaxed)
+    }
+
+    /// `MHD_NotifyConnectionCallback`: a connection opened or closed.
+    func connectionChanged(connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+                           started: Bool) {
+        if started {
+            let state = ConnectionState(
+                serial: connectionSerial.add(1, ordering: .relaxed).newValue, descriptor: kakin_mhd_connection_fd(connection),
+                receiveDeadlineNs: DispatchTime.now().uptimeNanoseconds + receiveTimeoutNs)
+            socketContext.pointee = Unmanaged.passRetained(state).toOpaque()
+            connections.withLock { $0[state.serial] = state }
+            return
+        }
+        guard let opaque = socketContext.pointee else { return }
+        socketContext.pointee = nil
+        let state = Unmanaged<ConnectionState>.fromOpaque(opaque).takeRetainedValue()
+        connections.withLock { _ = $0.removeValue(forKey: state.serial) }
     }
 
     private func markResumed(_ pending: PendingRequest) {
@@ -191,6 +250,10 @@ final class ServerRuntime: Sendable {
             }, queryPointer)
         }
         if query.isMalformed { return .badRequest }
+        // libmicrohttpd refuses heads past its connection memory itself (HTML, no request ID); it has
+        // room beyond these limits, so most oversized heads get the embedder's answer here instead.
+        if rawPath.utf8.count + query.rawBytes > targetBytesMax { return .uriTooLong(limitBytes: targetBytesMax) }
+        if kakin_mhd_request_header_bytes(connection) > headerBytesMax { return .headersTooLarge(limitBytes: headerBytesMax) }
         let declaredBodyBytes = headers["Content-Length"].flatMap { Int($0) } ?? 0
         if declaredBodyBytes > bodyBytesMax { return .bodyTooLarge(limitBytes: bodyBytesMax) }
 
@@ -219,13 +282,23 @@ final class ServerRuntime: Sendable {
 
     /// The body is complete: suspend the connection and run the handler as a Swift task.
     private func dispatchToHandler(_ pending: PendingRequest) -> MHD_Result {
+        pending.connectionState?.receiveDeadlineNs.store(0, ordering: .relaxed)
         if pending.bodyTooLarge {
             return queue(rejectionResponder(.bodyTooLarge(limitBytes: bodyBytesMax), pending.requestId), for: pending)
         }
         if !acceptsHandlers.load(ordering: .relaxed) {
             return queue(rejectionResponder(.serviceUnavailable, pending.requestId), for: pending)
         }
-        guard let request = pending.request.take() else { return .NO }
+        // Beyond `handlersMax` a request costs a refusal, not a task and a held body.
+        if runningHandlers.add(1, ordering: .relaxed).newValue > handlersMax {
+            runningHandlers.subtract(1, ordering: .relaxed)
+            pending.request = nil
+            return queue(rejectionResponder(.overloaded, pending.requestId), for: pending)
+        }
+        guard let request = pending.request.take() else {
+            runningHandlers.subtract(1, ordering: .relaxed)
+            return .NO
+        }
         pending.phase = .awaitingResponse
         // Suspend before the request becomes visible to anyone who might resume it.
         pending.isSuspended = true
@@ -234,6 +307,7 @@ final class ServerRuntime: Sendable {
         let deadlineNs = DispatchTime.now().uptimeNanoseconds + requestTimeoutNs
         let handler = handler
         let handlerTask = Task {
+            defer { self.runningHandlers.subtract(1, ordering: .relaxed) }
             // Refused between task creation and registration (shutdown): the handler must not run.
             guard !pending.isAnswered else { return }
             let response = await handler(request)
@@ -314,7 +388,10 @@ final class ServerRuntime: Sendable {
         let timer = DispatchSource.makeTimerSource(queue: controlQueue)
         let tick = DispatchTimeInterval.milliseconds(Self.watchdogTickMs)
         timer.schedule(deadline: .now() + tick, repeating: tick, leeway: .milliseconds(Self.watchdogTickMs / 2))
-        timer.setEventHandler { [self] in answerOverdueRequests() }
+        timer.setEventHandler { [self] in
+            answerOverdueRequests()
+            disconnectSlowSenders()
+        }
         timer.resume()
         watchdog.withLock { $0 = WatchdogTimer(source: timer) }
     }
@@ -340,6 +417,22 @@ final class ServerRuntime: Sendable {
             registry.entries.values.filter { $0.deadlineNs <= now || $0.request.isAnswered }
         }
         abandon(overdue, with: .requestTimeout)
+    }
+
+    /// Disconnects clients whose request (head and body) has not fully arrived within
+    /// `receiveTimeoutSeconds` of their connection being ready for it, e.g. one sending a byte a
+    /// second: they would otherwise hold a connection (and MHD's idle timeout) forever. No answer
+    /// is sent: MHD owns the socket's output. The next read MHD makes ends the connection.
+    private func disconnectSlowSenders() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        connections.withLock { connections in
+            for state in connections.values {
+                let deadline = state.receiveDeadlineNs.load(ordering: .relaxed)
+                guard deadline != 0, deadline <= now, state.descriptor >= 0 else { continue }
+                state.receiveDeadlineNs.store(0, ordering: .relaxed)
+                Glibc.shutdown(state.descriptor, Int32(SHUT_RDWR))
+            }
+        }
     }
 
     /// From now on, requests whose headers arrive get `serviceUnavailable`; requests received
@@ -402,9 +495,12 @@ private struct WatchdogTimer: @unchecked Sendable {
 private struct QueryCollector {
     var items: [(name: String, value: String)] = []
     var isMalformed = false
+    /// The query's length as received (MHD has split it at `&` and `=`).
+    var rawBytes = 0
 
     /// Returns false to stop the iteration at the first malformed argument.
     mutating func add(key: UnsafePointer<CChar>?, _ keyBytes: Int, value: UnsafePointer<CChar>?, _ valueBytes: Int) -> Bool {
+        rawBytes += keyBytes + valueBytes + 2
         guard let name = decode(key, keyBytes), let value = value == nil ? "" : decode(value, valueBytes) else {
             isMalformed = true
             return false

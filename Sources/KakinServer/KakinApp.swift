@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import HTTPServer
+import KakinAdmin
 import KakinCore
 import KakinStorage
 import Synchronization
@@ -12,13 +13,22 @@ public final class KakinApp: Sendable {
         public var wallet: WalletPolicy
         public var transferPolicy: TransferPolicy
         public var auth: Configuration.Auth?
+        /// Trusted roots for app receipts' signatures; nil: receipts are read without a signature check.
+        public var appReceiptRootsDER: [[UInt8]]? = nil
+        /// Whether Kakin listens on a loopback address (admin session cookies then go without `Secure`).
+        public var listensOnLoopback: Bool
+        /// Processing attempts before a notification is given up on (`dead`); see `NotificationRetryPolicy`.
+        public var notificationAttemptsMax: Int
 
         public init(apps: [Configuration.App], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
-                    auth: Configuration.Auth? = nil) {
+                    auth: Configuration.Auth? = nil, listensOnLoopback: Bool = true,
+                    notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax) {
             self.apps = apps
             self.wallet = wallet
             self.transferPolicy = transferPolicy
             self.auth = auth
+            self.listensOnLoopback = listensOnLoopback
+            self.notificationAttemptsMax = notificationAttemptsMax
         }
     }
 
@@ -29,10 +39,17 @@ public final class KakinApp: Sendable {
     public let metrics = Metrics()
     /// Applies stored notifications in the background.
     public let notificationWorker = BackgroundLoop(pollIntervalMs: 1000)
+    /// Makes the calls Kakin owes the App Store: answers to CONSUMPTION_REQUESTs, app account tokens (woken when
+    /// one is scheduled, polling for retries; `AppStoreJobs.swift`).
+    public let appStoreJobsWorker = BackgroundLoop(pollIntervalMs: 15_000)
     /// Schedules processing retries in real time, whatever clock the business logic runs on.
-    let retryClock: any Clock = SystemClock()
+    let retryClock: any Clock
+    /// Writes the errors this process answered to the database, for support lookups by request ID.
+    let recentErrorFlusher = BackgroundLoop(pollIntervalMs: 1000)
     /// Set once the App Store Server API is configured (local mode: when the simulator's port is known).
     let appStoreAPI = Mutex<AppStoreConnection?>(nil)
+    /// The key offers are signed with (`offerSigning`, else the App Store Server API's), once known.
+    let offerSigner = Mutex<OfferSigner?>(nil)
     let settings: Settings
     let appsByBundle: [String: Configuration.App]
     /// Every group of every app's catalog, for eligibility answers.
@@ -40,10 +57,14 @@ public final class KakinApp: Sendable {
     let authenticator: Authenticator
     /// Built once at the end of init (its handlers capture the app, so it can't be a plain `let`).
     private let router = Mutex(Router())
+    /// The support desk (`/admin/`, `/v1/admin/…` reads, recent errors, reports); built at the end of init.
+    private let deskBox = Mutex<SupportDesk?>(nil)
+    var desk: SupportDesk { deskBox.withLock { $0! } }
 
     public init(store: KakinStore, verifier: SignedDataVerifier, settings: Settings, clock: any Clock, logger: Logger,
-                extraRoutes: @escaping @Sendable (inout Router) -> Void = { _ in }) {
+                retryClock: (any Clock)? = nil, extraRoutes: @escaping @Sendable (inout Router) -> Void = { _ in }) {
         self.store = store
+        self.retryClock = retryClock ?? SystemClock()
         self.verifier = verifier
         self.settings = settings
         self.clock = clock
@@ -53,8 +74,11 @@ public final class KakinApp: Sendable {
         for app in settings.apps { for p in app.catalog.sortedProducts { merged.upsert(p) } }
         self.mergedCatalog = merged
         self.authenticator = Authenticator(auth: settings.auth, clock: clock)
-        var r = Router()
-        registerRoutes(&r)
+        let desk = makeSupportDesk()
+        deskBox.withLock { $0 = desk }
+        var table = RouteTable(metrics: metrics)
+        registerRoutes(&table)
+        var r = table.router
         extraRoutes(&r)
         router.withLock { $0 = r }
     }
@@ -63,9 +87,11 @@ public final class KakinApp: Sendable {
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let routes = router.withLock { $0 }
         let response = await routes.handle(request, notFound: { [self] req in
-            errorResponse(KakinError(.routeNotFound), for: req)
+            metrics.countRequest(method: req.method, route: "unmatched", status: 404)
+            return errorResponse(KakinError(.routeNotFound), for: req)
         }, methodNotAllowed: { [self] req, allowed in
-            errorResponse(KakinError(.methodNotAllowed, detail: allowed.joined(separator: ", ")), for: req)
+            metrics.countRequest(method: req.method, route: "unmatched", status: 405)
+            return errorResponse(KakinError(.methodNotAllowed, detail: allowed.joined(separator: ", ")), for: req)
         })
         metrics.count(status: response.status)
         return response
@@ -82,6 +108,12 @@ public final class KakinApp: Sendable {
             return .error(KakinError(.serviceUnavailable), requestId: requestId)
         case .badRequest:
             return .error(KakinError(.invalidField, "The request line or path is malformed."), requestId: requestId)
+        case .overloaded:
+            return .error(KakinError(.serviceUnavailable, "The server is overloaded; retry shortly."), requestId: requestId)
+        case .headersTooLarge(let limit):
+            return .error(KakinError(.headersTooLarge, "The request line and headers are larger than \(limit) bytes."), requestId: requestId)
+        case .uriTooLong(let limit):
+            return .error(KakinError(.uriTooLong, "The request's path and query are longer than \(limit) bytes."), requestId: requestId)
         }
     }
 
@@ -107,5 +139,6 @@ public final class KakinApp: Sendable {
         if let d = error.detail { md["error.detail"] = .string(d) }
         logger.log(level, error.message, md)
         metrics.countError(error.kind)
+        if let recent = recentError(error, request: request) { desk.errors.record(recent) }
     }
 }

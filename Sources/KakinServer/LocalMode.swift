@@ -7,24 +7,38 @@ import Synchronization
 
 /// Local mode, the newcomer's first run: SQLite, the demo catalog, and the App Store simulator mounted
 /// in-process under `/simulator/`. Kakin trusts only the simulator's CA, runs on the simulator's clock
-/// (statuses follow simulated time), and receives its notifications directly. The simulator's state is
-/// kept beside the database so a restart keeps the same CA, clock and purchases.
+/// (statuses follow simulated time), and receives its notifications directly: a simulator call answers
+/// only after Kakin has applied the notifications it caused. The simulator's state is kept beside the
+/// database so a restart keeps the same CA, clock and purchases.
 final class LocalMode: Sendable {
     let configuration: Configuration
     let simulator: AppStoreSimulator
     let stateFile: String?
     let logger: Logger
-    /// Kakin's handler, known only once the runtime has started; notifications sent before that wait.
-    private let kakinHandler = LateHandler()
+    /// Kakin, known only once the runtime has started; notifications sent before that are refused (the
+    /// simulator retries them on Apple's schedule).
+    private let kakin = LateApp()
 
-    final class LateHandler: Sendable {
-        let handler = Mutex<HTTPHandler?>(nil)
+    /// Weak: the runtime owns the app, and the app's routes reach the simulator, whose sink reaches
+    /// this box — a strong reference here would keep the whole graph alive after shutdown.
+    final class LateApp: Sendable {
+        struct Reference { weak var app: KakinApp? }
+        let reference = Mutex(Reference())
+        var app: KakinApp? { reference.withLock { $0.app } }
+        func set(_ app: KakinApp) { reference.withLock { $0.app = app } }
     }
 
     static func configuration() -> Configuration {
         var c = Configuration()
+        // Offer rules to try: a win-back offer for lapsed subscribers (once), a discount for current ones; the
+        // demo's other promotional offers follow the default (anyone who has or had a subscription in the group).
         c.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
-                                    catalog: .demo)]
+                                    catalog: .demo, offerRules: [
+                                        "promo.6m.free": OfferRule(offerId: "promo.6m.free", eligibility: .lapsed, maxRedemptions: 1),
+                                        "promo.3m.half": OfferRule(offerId: "promo.3m.half", eligibility: .current),
+                                    ])]
+        // The simulated customers "consented": local mode shows how refund requests are answered.
+        c.apps[0].consumptionInformation = ConsumptionInformationPolicy(customerConsented: true)
         return c
     }
 
@@ -46,12 +60,16 @@ final class LocalMode: Sendable {
         } else {
             stateFile = nil
         }
-        let handlerBox = kakinHandler
+        let appBox = kakin
         let sink = deliveries(InProcessNotificationSink { request in
-            guard let handler = handlerBox.handler.withLock({ $0 }) else {
+            guard let app = appBox.app else {
                 return HTTPResponse.text("starting", status: 503)
             }
-            return await handler(request)
+            let response = await app.handle(request)
+            // Read-your-writes: the simulator call that caused this notification (clock, purchase,
+            // action) answers only once Kakin has applied it, so a status read right after is current.
+            if (200...206).contains(response.status) { await app.notificationWorker.completePass() }
+            return response
         })
         if let stateFile, let bytes = FileManager.default.contents(atPath: stateFile) {
             simulator = try AppStoreSimulator(stateFile: [UInt8](bytes), sink: sink)
@@ -64,6 +82,9 @@ final class LocalMode: Sendable {
 
     func runtimeOptions() -> KakinRuntime.Options {
         let simulator = simulator
+        var configuration = configuration
+        // App receipts the simulator writes are checked against its CA, like its signed transactions.
+        configuration.appReceiptRootsDER = configuration.appReceiptRootsDER ?? [simulator.rootCertificateDER]
         return KakinRuntime.Options(
             configuration: configuration, defaultRootsDER: [simulator.rootCertificateDER], clock: simulator.clock, logger: logger,
             extraRoutes: { router in
@@ -77,7 +98,7 @@ final class LocalMode: Sendable {
     /// API client at the simulator.
     func attach(to runtime: KakinRuntime) async throws {
         let app = runtime.app
-        kakinHandler.handler.withLock { $0 = { request in await app.handle(request) } }
+        kakin.set(app)
         let key = simulator.apiKey
         try app.connectAppStoreServerAPI(Configuration.AppStoreServerAPI(
             issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM,
@@ -99,6 +120,7 @@ final class LocalMode: Sendable {
         return """
             Kakin is running in local mode on \(b)
               SQLite database, demo catalog (bundle \(Catalog.demoBundleId)), App Store simulator at \(b)/simulator/
+              support desk (search any purchase, the notification inbox, the unused-balance report) at \(b)/admin/
               (loopback only, no credentials; Ctrl-C stops and saves the simulator's state)
 
             Try it:

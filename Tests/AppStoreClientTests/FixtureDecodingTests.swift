@@ -195,11 +195,12 @@ import Testing
             "transactionIdNotFoundError.json", "appTransactionDoesNotExistError.json",
             "familyTransactionNotSupportedError.json", "invalidAppAccountTokenUUIDError.json",
             "transactionIdNotOriginalTransactionId.json",
-        ]
-        // Endpoints Kakin does not call (renewal extensions, app transaction, retention messaging, performance tests).
-        let outOfScope: Set<String> = [
+            // OperationTests
             "extendRenewalDateForAllActiveSubscribersResponse.json", "extendSubscriptionRenewalDateResponse.json",
             "getStatusOfSubscriptionRenewalDateExtensionsResponse.json", "appTransactionInfoResponse.json",
+        ]
+        // Endpoints Kakin does not call (retention messaging, performance tests).
+        let outOfScope: Set<String> = [
             "getDefaultMessageResponse.json", "getImageListResponse.json", "getMessageListResponse.json",
             "getRealtimeUrlResponse.json", "performanceTestResponse.json", "performanceTestResultResponse.json",
         ]

@@ -110,8 +110,8 @@ import Testing
         #expect(throws: Never.self) { try tokenVerifier.verify(token, nowSeconds: now) }
     }
 
-    /// Runs the Python side on a request file and parses its answer.
-    static func askApple(_ request: JSONValue) throws -> JSONValue {
+    /// Runs a Python script of `Interop/` (default: apple_interop.py) on a request file and parses its answer.
+    static func askApple(_ request: JSONValue, script: URL = script) throws -> JSONValue {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-interop-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -128,7 +128,7 @@ import Testing
         let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0, let data = FileManager.default.contents(atPath: answerURL.path) else {
-            Issue.record("apple_interop.py failed (\(process.terminationStatus)): \(errorText)")
+            Issue.record("\(script.lastPathComponent) failed (\(process.terminationStatus)): \(errorText)")
             throw InteropFailed()
         }
         return try JSONParser.parse([UInt8](data), depthMax: 64)

@@ -121,3 +121,26 @@ import Testing
         #expect(StoreKitConfiguration.decimalToMilli("1.2345") == nil)
     }
 }
+
+/// Offer codes and win-back offers of real `.storekit` files.
+@Suite struct StoreKitOfferCodesAndWinBacks {
+    @Test func codeOffersAreNamedByTheirReferenceNameWithTheirEligibility() throws {
+        let c = try StoreKitConfigurationFiles().load("apple-sample-food-truck-Products.storekit")
+        let monthly = try #require(c.catalog["socialfeedplus.monthly"])
+        #expect(monthly.offerCodes.map(\.id) == ["Free month"])
+        #expect(monthly.offerCodes.first?.codeEligibility == [.new, .existing, .expired])
+        #expect(monthly.offerCodes.first?.type == .offerCode)
+        let yearly = try #require(c.catalog["socialfeedplus.yearly"])
+        #expect(yearly.offerCode(id: "Half off first year")?.codeEligibility == [.new])
+        #expect(yearly.offerCode(id: "Half off first year")?.priceMilli == 29_990)
+    }
+
+    @Test func winBackOffersKeepTheirIdAndEligibilitySwitch() throws {
+        let c = try StoreKitConfigurationFiles().load("flutter-packages-Configuration.storekit")
+        let offers = c.catalog.sortedProducts.flatMap(\.winBackOffers)
+        #expect(offers.map(\.id) == ["subscription_silver_winback_offer"])
+        #expect(offers.first?.isEligible == true)
+        #expect(offers.first?.mode == .payAsYouGo)
+        #expect(offers.first?.period == ISOPeriod(weeks: 1))
+    }
+}

@@ -1,8 +1,9 @@
 import KakinCore
 import Testing
 
-/// Introductory-offer eligibility as it really is (mission item 10): StoreKit can say "eligible" while an
-/// active subscription in the group makes the offer unusable.
+/// Introductory-offer eligibility as the contract decides it (mission item 10, seed 002): a customer who ever
+/// had a subscription in the group — intro or not, active or long gone — is not eligible. (StoreKit can say
+/// "eligible" while an active subscription makes the offer unusable; Kakin's answer is what it signs.)
 @Suite struct EligibilityTests {
     typealias F = StatusFixtures
 
@@ -23,18 +24,30 @@ import Testing
         #expect(F.evaluate([trial], atDay: 2).introductoryOfferEligibility["premium"] == false)
     }
 
-    @Test func activeSubscriptionWithoutIntroBlocksTheOfferUntilItEnds() {
+    @Test func anySubscriptionEverHadInTheGroupMakesItIneligibleEvenWithoutAnIntro() {
+        // The contract's decision (Apple staff's reading): not only a used intro, any subscription in the group counts.
         let paid = F.monthly("1000", startDay: 0)
-        let renewal = F.renewal("1000", product: "premium.monthly", autoRenew: 0, signed: F.at(day: 10))
-        #expect(F.evaluate([paid], [renewal], atDay: 10).introductoryOfferEligibility["premium"] == false)
-        #expect(F.evaluate([paid], [renewal], atDay: 31).introductoryOfferEligibility["premium"] == true)
+        let renewal = F.renewal("1000", product: "premium.monthly", autoRenew: 0, intent: 1, signed: F.at(day: 10))
+        for day in [10.0, 31, 800] {
+            #expect(F.evaluate([paid], [renewal], atDay: day).introductoryOfferEligibility == ["premium": false, "extras": true])
+        }
     }
 
-    @Test func gracePeriodBlocksTheOfferButBillingRetryDoesNot() {
+    @Test func graceBillingRetryRevocationAndFamilySharingAllCountAsHavingHadOne() {
         let paid = F.monthly("1000", startDay: 0)
-        let renewal = F.renewal("1000", product: "premium.monthly", intent: 2, retry: true, grace: F.at(day: 36), signed: F.at(day: 30))
-        #expect(F.evaluate([paid], [renewal], atDay: 33).introductoryOfferEligibility["premium"] == false)
-        #expect(F.evaluate([paid], [renewal], atDay: 40).introductoryOfferEligibility["premium"] == true)
+        let retry = F.renewal("1000", product: "premium.monthly", intent: 2, retry: true, grace: F.at(day: 36), signed: F.at(day: 30))
+        #expect(F.evaluate([paid], [retry], atDay: 33).introductoryOfferEligibility["premium"] == false)
+        #expect(F.evaluate([paid], [retry], atDay: 40).introductoryOfferEligibility["premium"] == false)
+        let refunded = F.transaction("2000", product: "premium.yearly", purchase: F.t0, expires: F.at(day: 365), revoked: F.at(day: 3))
+        #expect(F.evaluate([refunded], atDay: 10).introductoryOfferEligibility["premium"] == false)
+        let shared = F.transaction("3000", product: "extras.monthly", purchase: F.t0, expires: F.at(day: 30), familyShared: true)
+        #expect(F.evaluate([shared], atDay: 90).introductoryOfferEligibility["extras"] == false)
+    }
+
+    @Test func purchasesOutsideSubscriptionGroupsLeaveEligibilityAlone() {
+        let noads = F.transaction("4000", product: "noads", type: .nonConsumable, purchase: F.t0)
+        let pass = F.transaction("5000", product: "season.pass", type: .nonRenewing, purchase: F.t0)
+        #expect(F.evaluate([noads, pass], atDay: 1).introductoryOfferEligibility == ["premium": true, "extras": true])
     }
 
     @Test func groupSeenOnlyInHistoryIsReported() {

@@ -50,7 +50,7 @@ enum StatusFixtures {
     static func renewal(
         _ original: String, product: String, autoRenewProduct: String? = nil, autoRenew: Int = 1, intent: Int? = nil,
         retry: Bool = false, grace: Int64? = nil, offerType: Int? = nil, offerId: String? = nil, offerPeriod: String? = nil,
-        renewalDate: Int64? = nil, signed: Int64
+        renewalDate: Int64? = nil, winBack: [String] = [], signed: Int64
     ) -> RenewalInfoPayload {
         var o: [String: JSONValue] = [
             "originalTransactionId": .string(original), "productId": .string(product),
@@ -63,6 +63,7 @@ enum StatusFixtures {
         if let offerId { o["offerIdentifier"] = .string(offerId) }
         if let offerPeriod { o["offerPeriod"] = .string(offerPeriod) }
         if let renewalDate { o["renewalDate"] = .int(renewalDate) }
+        if !winBack.isEmpty { o["eligibleWinBackOfferIds"] = .array(winBack.map { .string($0) }) }
         return try! RenewalInfoPayload(json: .object(o))
     }
 

@@ -31,6 +31,29 @@ import Testing
         #expect(Timestamp.parseRFC3339("2026-09-30 00:00:00Z") == nil)
         #expect(Timestamp.rfc3339(-1) == "1969-12-31T23:59:59.999Z")
     }
+
+    /// Any millisecond value formats (a signed payload's date, a simulator request's time): the extremes used
+    /// to trap on overflow. Years beyond 0000–9999 use ISO 8601's expanded form.
+    @Test func everyMillisecondValueFormatsWithoutTrapping() {
+        #expect(Timestamp.rfc3339(Int64.min) == "-292275055-05-16T16:47:04.192Z")
+        #expect(Timestamp.rfc3339(Int64.max) == "+292278994-08-17T07:12:55.807Z")
+        #expect(Timestamp.rfc3339(Int64.min + 1) == "-292275055-05-16T16:47:04.193Z")
+        #expect(Timestamp.rfc3339(253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        #expect(Timestamp.rfc3339(253_402_300_800_000) == "+10000-01-01T00:00:00Z")
+        #expect(Timestamp.rfc3339(-62_167_219_200_000) == "0000-01-01T00:00:00Z")
+        #expect(Timestamp.rfc3339(-62_167_219_200_001) == "-0001-12-31T23:59:59.999Z")
+        #expect(Timestamp.rfc3339(Int64?.none) == .null)
+        // Inside RFC 3339's years, formatting and parsing are inverses.
+        var random = SeededRandom(seed: 2027)
+        for _ in 0..<10_000 {
+            let ms = Int64.random(in: -62_167_219_200_000...253_402_300_799_999, using: &random)
+            #expect(Timestamp.parseRFC3339(Timestamp.rfc3339(ms)) == ms)
+        }
+        for _ in 0..<10_000 {
+            let ms = Int64(bitPattern: random.next())
+            #expect(Timestamp.rfc3339(ms).hasSuffix("Z"))
+        }
+    }
 }
 
 @Suite struct ProductsList {

@@ -52,6 +52,40 @@ import Testing
         for text in [#"{"apps": [\#(Self.app)], "colour": 1}"#, #"{"apps": []}"#] { #expect(!error(text).contains("\n")) }
     }
 
+    static let subscriptionApp = #"{"bundleId": "com.example.video", "environments": ["Sandbox"], "products": [{"productId": "m", "type": "autoRenewable", "groupId": "g", "offers": [{"type": "promotional", "id": "p", "mode": "freeTrial", "period": "P1M"}, {"type": "promotional", "id": "q", "mode": "freeTrial", "period": "P1W"}]}]"#
+
+    @Test func offerRulesAndTheOfferSigningKeyParse() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data("-----BEGIN PRIVATE KEY-----\n…\n-----END PRIVATE KEY-----\n".utf8).write(to: dir.appendingPathComponent("SubscriptionKey.p8"))
+        func load(_ text: String) throws -> Configuration {
+            try Configuration.parse(try JSONParser.parse(text), baseDirectory: dir.path, environment: [:])
+        }
+        let c = try load(#"""
+            {"apps": [\#(Self.subscriptionApp), "offerRules": [{"offerId": "p", "eligibility": "lapsed", "maxRedemptions": 1}]}],
+             "offerSigning": {"issuerId": "i", "keyId": "K", "privateKeyFile": "SubscriptionKey.p8"}}
+            """#)
+        #expect(c.apps[0].offerRules == ["p": OfferRule(offerId: "p", eligibility: .lapsed, maxRedemptions: 1)])
+        #expect(c.offerSigning?.keyId == "K")
+        #expect(c.offerSigning?.issuerId == "i")
+        // The contract's first spelling, `offers`, still works (it has no issuer).
+        let old = try load(#"{"apps": [\#(Self.subscriptionApp)}], "offers": {"keyId": "K2", "privateKeyFile": "SubscriptionKey.p8"}}"#)
+        #expect(old.offerSigning?.keyId == "K2")
+        #expect(old.offerSigning?.issuerId == nil)
+    }
+
+    @Test func badOfferRulesNameTheirKey() {
+        func rules(_ r: String) -> String { error(#"{"apps": [\#(Self.subscriptionApp), "offerRules": [\#(r)]}]}"#) }
+        #expect(rules(#"{"offerId": "nope", "eligibility": "anyone"}"#) == "apps[0].offerRules[0].offerId: names no promotional offer of the app's catalog")
+        #expect(rules(#"{"offerId": "p", "eligibility": "vip"}"#) == "apps[0].offerRules[0].eligibility: must be current, lapsed, currentOrLapsed or anyone")
+        #expect(rules(#"{"offerId": "p", "eligibility": "current"}, {"offerId": "p", "eligibility": "lapsed"}"#) == "apps[0].offerRules[1].offerId: has a rule already")
+        #expect(rules(#"{"offerId": "p", "eligibility": "current", "maxRedemptions": 0}"#).hasPrefix("apps[0].offerRules[0].maxRedemptions"))
+        #expect(rules(#"{"offerId": "p", "eligibility": "current", "limit": 2}"#) == "apps[0].offerRules[0].limit: unknown key")
+        #expect(error(#"{"apps": [\#(Self.subscriptionApp)}], "offers": {"keyId": "a", "privateKeyFile": "x"}, "offerSigning": {"keyId": "a", "privateKeyFile": "x"}}"#)
+            .hasPrefix("offers: give offerSigning"))
+    }
+
     @Test func xcodeDataIsAcceptedOnlyWhenListed() throws {
         let c = try parse(#"{"apps": [\#(Self.app)]}"#).get()
         #expect(!c.apps[0].environments.contains(.xcode))

@@ -111,7 +111,9 @@ public struct AppStoreServerAPITokenVerifier: Sendable {
         if let issuedAt, issuedAt > nowSeconds + AppStoreServerAPIToken.clockSkewSecondsMax {
             throw APITokenFailure(.issuedInFuture)
         }
-        guard exp - (issuedAt ?? nowSeconds) <= AppStoreServerAPIToken.lifetimeSecondsMax else {
+        // A very early `iat` would overflow the subtraction: that lifetime is too long as well.
+        let (lifetime, overflow) = exp.subtractingReportingOverflow(issuedAt ?? nowSeconds)
+        guard !overflow, lifetime <= AppStoreServerAPIToken.lifetimeSecondsMax else {
             throw APITokenFailure(.lifetimeTooLong)
         }
         return APITokenClaims(keyId: keyId, issuerId: issuer, bundleId: bid, issuedAtSeconds: issuedAt, expiresAtSeconds: exp)

@@ -93,30 +93,56 @@ extension AppStoreSimulator {
             guard m == "POST" else { return Self.methodNotAllowed(request) }
             return try registerKey(request)
         }
+        if let response = try receiptAndConsumptionRoute(request, s) { return response }
         throw KakinError(.routeNotFound)
     }
 
     // MARK: Purchases and clock
 
+    /// `POST purchases`: what StoreKit's `Product.purchase(options:)` sends. A promotional offer carries its
+    /// signature (legacy fields or a V2 JWS, checked here, then by the engine); `introductoryOfferEligibility`
+    /// is a signed eligibility JWS; `outsideApp` is a purchase or redemption in the App Store itself.
     func purchase(_ request: HTTPRequest) async throws(KakinError) -> HTTPResponse {
-        let body = try Self.bodyObject(request, allowed: ["productId", "appAccountToken", "quantity", "offer", "familyShared"])
-        var offer: OfferChoice?
+        let body = try Self.bodyObject(request, allowed: ["productId", "appAccountToken", "quantity", "offer", "familyShared",
+                                                          "introductoryOfferEligibility", "outsideApp"])
+        var req = PurchaseRequest(productId: try body.requiredString("productId"), appAccountToken: try body.optionalString("appAccountToken", max: 64),
+                                  quantity: Int(try body.optionalInt("quantity", 1...10) ?? 1),
+                                  familyShared: try body.optionalBool("familyShared") ?? false)
+        req.outsideApp = try body.optionalBool("outsideApp") ?? false
         if let o = body["offer"], !o.isNull {
-            guard case .object(let fields) = o else { throw KakinError(.invalidField, "offer must be an object {\"type\", \"id\"?}.") }
-            if let unknown = fields.keys.sorted().first(where: { $0 != "type" && $0 != "id" }) {
-                throw KakinError(.invalidField, "Unknown field offer.\(unknown); an offer has type and id.")
+            guard case .object(let fields) = o else { throw KakinError(.invalidField, "offer must be an object {\"type\", \"id\"?, …}.") }
+            if let unknown = fields.keys.sorted().first(where: { !["type", "id", "signature", "jws"].contains($0) }) {
+                throw KakinError(.invalidField, "Unknown field offer.\(unknown); an offer has type, id, and for a promotional offer signature or jws.")
             }
-            switch o["type"]?.stringValue {
-            case "introductory": offer = .introductory
-            case "promotional": offer = .promotional(id: try o.requiredString("id"))
-            default: throw KakinError(.invalidField, "offer.type must be introductory or promotional.")
+            let type = o["type"]?.stringValue
+            if type != "promotional", fields["signature"] != nil || fields["jws"] != nil {
+                throw KakinError(.invalidField, "Only a promotional offer carries a signature or jws.")
+            }
+            switch type {
+            case "introductory": req.offer = .introductory
+            case "promotional":
+                let id = try o.requiredString("id")
+                req.offer = .promotional(id: id)
+                let signature = fields["signature"].flatMap { $0.isNull ? nil : $0 }, jws = fields["jws"].flatMap { $0.isNull ? nil : $0 }
+                if signature != nil, jws != nil { throw KakinError(.invalidField, "Give offer.signature or offer.jws, not both.") }
+                if let signature {
+                    let token = try SimulatorState.normalizedToken(req.appAccountToken)
+                    req.offerSignature = try verifyLegacyOffer(try LegacyOfferSignature(json: signature), productId: req.productId, offerId: id,
+                                                               appAccountToken: token)
+                } else if jws != nil {
+                    req.offerSignature = try verifyOfferJWS(try o.requiredString("jws", max: 8192))
+                }
+            case "offerCode": req.offer = .offerCode(id: try o.requiredString("id"))
+            case "winBack": req.offer = .winBack(id: try o.requiredString("id"))
+            default: throw KakinError(.invalidField, "offer.type must be introductory, promotional, offerCode or winBack.")
             }
         }
-        let req = PurchaseRequest(productId: try body.requiredString("productId"), appAccountToken: try body.optionalString("appAccountToken", max: 64),
-                                  quantity: Int(try body.optionalInt("quantity", 1...10) ?? 1), offer: offer,
-                                  familyShared: try body.optionalBool("familyShared") ?? false)
+        if let jws = try body.optionalString("introductoryOfferEligibility", max: 8192) {
+            req.introductoryOfferEligibility = try verifyEligibilityJWS(jws)
+        }
+        let purchase = req
         let result = try await act { (e: inout SimulatorState) throws(KakinError) -> JSONValue in
-            let outcome = try e.purchase(req)
+            let outcome = try e.purchase(purchase)
             return e.outcomeJSON(outcome, action: nil)
         }
         return Self.json(result, status: 201)
@@ -321,6 +347,8 @@ extension SimulatorState {
         if let tid = outcome.transactionId, let tx = store.transactions[tid] {
             o["transactionId"] = .string(tid)
             o["signedTransaction"] = .string(tx.jws)
+            // What the customer's receipt e-mail shows (support looks the purchase up by it).
+            if let order = tx.orderId { o["orderId"] = .string(order) }
         }
         if let otid = outcome.originalTransactionId {
             o["originalTransactionId"] = .string(otid)

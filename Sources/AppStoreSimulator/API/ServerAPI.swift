@@ -22,6 +22,7 @@ extension AppStoreSimulator {
         case transactionInfo(String), history(String, version: Int), statuses(String), lookUp(String), refunds(String)
         case notificationHistory, requestTest, testStatus(String), consumption(String), extend(String), massExtend
         case massExtendStatus(productId: String, requestIdentifier: String)
+        case consumptionV1(String), setAppAccountToken(String), appTransaction(String)
     }
 
     static func serverRoute(_ method: String, _ s: [String]) -> ServerRoute? {
@@ -39,6 +40,9 @@ extension AppStoreSimulator {
             ("PUT", "v1/subscriptions/extend/:otid", { .extend($0["otid"]!) }),
             ("POST", "v1/subscriptions/extend/mass", { _ in .massExtend }),
             ("GET", "v1/subscriptions/extend/mass/:product/:rid", { .massExtendStatus(productId: $0["product"]!, requestIdentifier: $0["rid"]!) }),
+            ("PUT", "v1/transactions/consumption/:id", { .consumptionV1($0["id"]!) }),
+            ("PUT", "v1/transactions/:otid/appAccountToken", { .setAppAccountToken($0["otid"]!) }),
+            ("GET", "v1/transactions/appTransactions/:id", { .appTransaction($0["id"]!) }),
         ]
         for (m, pattern, make) in routes where m == method {
             if let p = match(s, pattern) { return make(p) }
@@ -100,6 +104,16 @@ extension AppStoreSimulator {
             return Self.json(try await actAPI { (e: inout SimulatorState) throws(AppStoreAPIError) -> JSONValue in try e.massExtend(body: body) })
         case .massExtendStatus(let productId, let rid):
             return Self.json(try read { (e) throws(AppStoreAPIError) in try e.massExtensionStatus(productId: productId, requestIdentifier: rid) })
+        case .consumptionV1(let id):
+            let body = try Self.appleBody(request)
+            try await actAPI { (e: inout SimulatorState) throws(AppStoreAPIError) in try e.recordConsumptionV1(id, body: body) }
+            return HTTPResponse(status: 202)
+        case .setAppAccountToken(let otid):
+            let body = try Self.appleBody(request)
+            try await actAPI { (e: inout SimulatorState) throws(AppStoreAPIError) in try e.setAppAccountToken(otid, body: body) }
+            return HTTPResponse(status: 200)
+        case .appTransaction(let id):
+            return Self.json(try read { (e) throws(AppStoreAPIError) in try e.appTransactionInfo(id) })
         }
     }
 }

@@ -11,6 +11,9 @@ extension AppStoreSimulator {
     /// body on the control API and Apple's `{errorCode, errorMessage}` on the Server API.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        if segments.count >= 3, segments[0] == "simulator", segments[1] == "v1", segments[2] == "accounts" {
+            return await accounts(request, Array(segments.dropFirst(3)))
+        }
         if segments.count >= 2, segments[0] == "simulator", segments[1] == "v1" {
             return await control(request, Array(segments.dropFirst(2)))
         }

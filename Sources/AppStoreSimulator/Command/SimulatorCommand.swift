@@ -236,8 +236,10 @@ public enum SimulatorCommand {
         switch rejection {
         case .bodyTooLarge: kind = .bodyTooLarge
         case .requestTimeout: kind = .requestTimeout
-        case .serviceUnavailable: kind = .serviceUnavailable
+        case .serviceUnavailable, .overloaded: kind = .serviceUnavailable
         case .badRequest: kind = .invalidField
+        case .headersTooLarge: kind = .headersTooLarge
+        case .uriTooLong: kind = .uriTooLong
         }
         return .json(KakinError(kind).body(requestId: requestId).serialized(), status: rejection.suggestedStatus)
     }

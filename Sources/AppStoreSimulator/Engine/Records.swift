@@ -3,9 +3,9 @@ import KakinCore
 /// An offer as it applies to one transaction or to the next renewal. Kept flat (strings and numbers) so the
 /// whole state encodes to a file and replays without the catalog having to stay unchanged.
 struct AppliedOffer: Codable, Sendable, Equatable {
-    /// `offerType`: 1 introductory, 2 promotional.
+    /// `offerType`: 1 introductory, 2 promotional, 3 offer code, 4 win-back.
     var type: Int
-    /// `offerIdentifier`; nil for introductory offers (Apple sends none).
+    /// `offerIdentifier`; nil for introductory offers (Apple sends none); an offer code's reference name.
     var id: String?
     /// `OfferPaymentMode` raw value.
     var mode: String
@@ -247,6 +247,8 @@ struct ConsumptionRecord: Codable, Sendable, Equatable {
     var receivedMs: Int64
     /// The request body as received (validated).
     var body: String
+    /// 1 for the deprecated V1 endpoint; nil (older state files) or 2 for the current one.
+    var version: Int?
 }
 
 struct ExtensionRecord: Codable, Sendable, Equatable {

@@ -50,7 +50,8 @@ public struct SimulatorConfiguration: Sendable {
             guard let period = p.period, period.approximateDays > 0 else {
                 throw ConfigurationError("products.\(p.productId).period", "an auto-renewable product needs a non-empty period")
             }
-            for o in [p.introductoryOffer].compactMap({ $0 }) + p.promotionalOffers where o.period.approximateDays == 0 {
+            for o in [p.introductoryOffer].compactMap({ $0 }) + p.promotionalOffers + p.offerCodes + p.winBackOffers
+            where o.period.approximateDays == 0 {
                 throw ConfigurationError("products.\(p.productId).offers", "an offer needs a non-empty period")
             }
         }

@@ -3,15 +3,29 @@ import KakinCore
 /// What a purchase asks for: the contract's `POST /simulator/v1/purchases` body.
 struct PurchaseRequest: Sendable, Equatable {
     var productId: String
+    /// Names the Apple account; written into the transaction unless the purchase happens outside the app.
     var appAccountToken: String?
     var quantity: Int = 1
     var offer: OfferChoice?
     var familyShared: Bool = false
+    /// A promotional offer's signature, checked cryptographically by the runtime.
+    var offerSignature: OfferSignatureClaims?
+    /// The `applyPromotionalOffer` action: a tester grants the offer, no signature involved.
+    var signatureWaived = false
+    /// A signed introductory offer eligibility, overriding the App Store's own.
+    var introductoryOfferEligibility: IntroductoryEligibilityClaims?
+    /// Bought or redeemed in the App Store rather than through the app's purchase call: StoreKit's purchase
+    /// options never reach the App Store, so the transaction carries no `appAccountToken`.
+    var outsideApp = false
 }
 
 enum OfferChoice: Sendable, Equatable {
     case introductory
     case promotional(id: String)
+    /// `offerType` 3, named by the offer code's reference name.
+    case offerCode(id: String)
+    /// `offerType` 4.
+    case winBack(id: String)
 }
 
 /// What an operation did, for the control API's answer and for tests.
@@ -67,8 +81,11 @@ extension SimulatorState {
         if request.quantity > 1, product.kind != .consumable {
             throw KakinError(.invalidField, "quantity above 1 applies to consumables only.")
         }
-        if request.offer != nil, product.kind != .autoRenewable {
-            throw KakinError(.invalidField, "offer applies to auto-renewable subscriptions only.")
+        if request.offer != nil || request.introductoryOfferEligibility != nil, product.kind != .autoRenewable {
+            throw KakinError(.invalidField, "offer and introductoryOfferEligibility apply to auto-renewable subscriptions only.")
+        }
+        if case .promotional? = request.offer, request.outsideApp {
+            throw KakinError(.invalidField, "A promotional offer is redeemed in the app (a signed purchase option), not outside it.")
         }
         if request.familyShared {
             guard product.kind == .nonConsumable || product.kind == .autoRenewable, product.familyShareable else {
@@ -79,13 +96,21 @@ extension SimulatorState {
         try checkCapacity()
         let account = token ?? ""
         let ownership: InAppOwnershipType = request.familyShared ? .familyShared : .purchased
+        try checkOffer(request, product: product, account: account, token: token)
+        let introOverride = try checkIntroductoryEligibility(request.introductoryOfferEligibility, product: product, account: account)
+        // Offer codes are redeemed in Apple's redeem sheet or the App Store: no purchase options, no token.
+        var isOfferCode = false
+        if case .offerCode? = request.offer { isOfferCode = true }
+        let written = request.outsideApp || isOfferCode ? nil : token
         let seq = store.notificationSeq
         var outcome: ActionOutcome
         if product.kind == .autoRenewable {
-            outcome = try purchaseSubscription(product, account: account, token: token, ownership: ownership, offer: request.offer)
+            outcome = try purchaseSubscription(product, account: account, token: written, ownership: ownership, offer: request.offer,
+                                               introEligible: introOverride)
         } else {
-            outcome = try purchaseOneTime(product, account: account, token: token, ownership: ownership, quantity: request.quantity)
+            outcome = try purchaseOneTime(product, account: account, token: written, ownership: ownership, quantity: request.quantity)
         }
+        recordOfferUse(request, account: account)
         outcome.notificationUUIDs = collectNotifications(since: seq)
         return outcome
     }
@@ -106,34 +131,34 @@ extension SimulatorState {
         return ActionOutcome(kind: .purchased, transactionId: id, originalTransactionId: id, effectiveDateMs: nowMs)
     }
 
+    /// - Parameter introEligible: a signed eligibility JWS's answer, overriding the App Store's own.
     mutating func purchaseSubscription(_ product: Product, account: String, token: String?, ownership: InAppOwnershipType,
-                                       offer choice: OfferChoice?) throws(KakinError) -> ActionOutcome {
+                                       offer choice: OfferChoice?, introEligible: Bool? = nil) throws(KakinError) -> ActionOutcome {
         let group = product.groupId!
         let existing = instance(account: account, group: group, ownership: ownership)
         if let existing, existing.phase.isLive {
             if ownership == .familyShared {
                 throw KakinError(.simulatorInvalidAction, "This account already has family-shared access in group \(group).")
             }
-            return try changeSubscription(existing.originalTransactionId, to: product, offer: choice, viaPurchase: true)
+            return try changeSubscription(existing.originalTransactionId, to: product, offer: choice, viaPurchase: true, writeToken: token != nil)
         }
+        let eligibleForIntro = introEligible ?? isEligibleForIntro(account: account, group: group)
         var offer: SubscriptionOffer?
         switch choice {
         case .introductory:
             guard let intro = product.introductoryOffer else {
                 throw KakinError(.simulatorNotEligible, "\(product.productId) has no introductory offer.")
             }
-            guard isEligibleForIntro(account: account, group: group) else {
-                throw KakinError(.simulatorNotEligible, "This account already redeemed an introductory offer in group \(group).")
+            guard eligibleForIntro else {
+                throw KakinError(.simulatorNotEligible, introEligible == false ? "The signed eligibility says this customer may not have the introductory offer."
+                                                                              : "This account already redeemed an introductory offer in group \(group).")
             }
             offer = intro
-        case .promotional(let id):
-            guard let promo = product.promotionalOffer(id: id) else {
-                throw KakinError(.invalidField, "\(product.productId) has no promotional offer \(id).")
-            }
-            offer = promo
+        case let choice?:
+            offer = try catalogOffer(choice, of: product)
         case nil:
             // StoreKit applies the introductory offer by itself when the customer is eligible.
-            if ownership == .purchased, let intro = product.introductoryOffer, isEligibleForIntro(account: account, group: group) {
+            if ownership == .purchased, let intro = product.introductoryOffer, eligibleForIntro {
                 offer = intro
             }
         }
@@ -151,7 +176,9 @@ extension SimulatorState {
         if let existing, case .revoked(let at) = existing.phase, start - at <= Self.recentStartGapMs { recentStart = existing.recentStartDate }
         let left = (applied?.isPayAsYouGo ?? false) ? applied!.numberOfPeriods - 1 : 0
         store.subscriptions[otid] = SimSubscription(
-            originalTransactionId: otid, originalPurchaseDate: original?.1 ?? start, accountKey: account, appAccountToken: token,
+            originalTransactionId: otid, originalPurchaseDate: original?.1 ?? start, accountKey: account,
+            // Redeemed outside the app: this transaction has no token, later renewals keep the one the instance had.
+            appAccountToken: token ?? existing?.appAccountToken,
             groupId: group, ownership: ownership.rawValue, productId: product.productId, latestTransactionId: tid,
             autoRenewStatus: true, autoRenewProductId: product.productId, pendingOffer: nil,
             runningOffer: left > 0 ? applied : nil, runningOfferPeriodsLeft: left, phase: .active, failNextRenewal: false,

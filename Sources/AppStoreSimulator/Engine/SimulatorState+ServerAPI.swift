@@ -300,7 +300,7 @@ extension SimulatorState {
             guard let s = r.stringValue, Self.refundPreferences.contains(s) else { throw .generalBadRequest }
             if s == "GRANT_PRORATED", tx.productKind != .autoRenewable, (percentage ?? 0) == 0 { throw .generalBadRequest }
         }
-        store.consumption.append(ConsumptionRecord(transactionId: transactionId, receivedMs: nowMs, body: body.jsonString))
+        store.consumption.append(ConsumptionRecord(transactionId: transactionId, receivedMs: nowMs, body: body.jsonString, version: 2))
         if store.consumption.count > Self.consumptionRecordsMax { store.consumption.removeFirst(store.consumption.count - Self.consumptionRecordsMax) }
     }
 

@@ -50,9 +50,11 @@ extension SimulatorState {
         return sub
     }
 
-    /// Changes the product or redeems a promotional offer on a live instance (purchase of another product of
-    /// the group, `changeProduct`, `applyPromotionalOffer`).
-    mutating func changeSubscription(_ otid: String, to target: Product, offer choice: OfferChoice?, viaPurchase: Bool) throws(KakinError) -> ActionOutcome {
+    /// Changes the product or redeems a promotional offer or offer code on a live instance (purchase of another
+    /// product of the group, `changeProduct`, `applyPromotionalOffer`).
+    /// - Parameter writeToken: false when redeemed outside the app: a new transaction carries no `appAccountToken`.
+    mutating func changeSubscription(_ otid: String, to target: Product, offer choice: OfferChoice?, viaPurchase: Bool,
+                                     writeToken: Bool = true) throws(KakinError) -> ActionOutcome {
         var sub = try liveSubscription(otid)
         guard target.groupId == sub.groupId else {
             throw KakinError(.invalidField, "\(target.productId) is not in subscription group \(sub.groupId).")
@@ -69,9 +71,10 @@ extension SimulatorState {
         switch choice {
         case .introductory:
             throw KakinError(.simulatorNotEligible, "An account subscribed in group \(sub.groupId) is not eligible for an introductory offer.")
-        case .promotional(let id):
-            guard let o = target.promotionalOffer(id: id) else { throw KakinError(.invalidField, "\(target.productId) has no promotional offer \(id).") }
-            promo = o
+        case .winBack(let id):
+            throw KakinError(.simulatorNotEligible, "Win-back offer \(id) is for customers whose subscription lapsed; this one is live.")
+        case let choice?:
+            promo = try catalogOffer(choice, of: target)
         case nil: break
         }
         let current = product(sub.productId) ?? target
@@ -123,7 +126,7 @@ extension SimulatorState {
             resign(transaction: old.transactionId)
             let applied = promo.map(AppliedOffer.init)
             let end = (applied?.firstSpan ?? target.period!).added(to: nowMs)
-            let tid = makeTransaction(product: target, account: sub.accountKey, token: sub.appAccountToken, ownership: .purchased,
+            let tid = makeTransaction(product: target, account: sub.accountKey, token: writeToken ? sub.appAccountToken : nil, ownership: .purchased,
                                       original: (otid, sub.originalPurchaseDate), purchaseDate: nowMs, expiresDate: end, quantity: 1,
                                       offer: applied, reason: .purchase, regularPriceMilli: target.priceMilli)
             let left = (applied?.isPayAsYouGo ?? false) ? applied!.numberOfPeriods - 1 : 0
@@ -173,7 +176,8 @@ extension SimulatorState {
             target = candidates[0]
         }
         if !sub.phase.isLive {
-            return try purchase(PurchaseRequest(productId: target.productId, appAccountToken: sub.appAccountToken, offer: .promotional(id: offerId)))
+            return try purchase(PurchaseRequest(productId: target.productId, appAccountToken: sub.accountKey.isEmpty ? nil : sub.accountKey,
+                                                offer: .promotional(id: offerId), signatureWaived: true))
         }
         let seq = store.notificationSeq
         var outcome = try changeSubscription(otid, to: target, offer: .promotional(id: offerId), viaPurchase: false)

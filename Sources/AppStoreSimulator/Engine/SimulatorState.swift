@@ -27,6 +27,11 @@ struct SimulatorStore: Codable, Sendable, Equatable {
     var consumption: [ConsumptionRecord] = []
     var extensionRequests: [String: ExtensionRecord] = [:]
     var massExtensions: [String: MassExtensionRecord] = [:]
+    /// Nonces of signed offers and eligibility JWS used in purchases, with their signing time (nil in state
+    /// files saved before offers were checked).
+    var offerNonces: [String: Int64]?
+    /// "account\u{1F}offerId" pairs of redeemed win-back offers.
+    var winBackRedeemed: Set<String>?
 
     init(nowMs: Int64, ids: SimulatorIDs) {
         self.nowMs = nowMs
@@ -161,6 +166,8 @@ struct SimulatorState: Sendable {
             o["expirationIntent"] = .int(Int64(intent))
         }
         if sub.phase.isLive, let offer = nextRenewalOffer(sub) { o.merge(offer.json) { _, new in new } }
+        let winBack = eligibleWinBackOfferIds(sub)
+        if !winBack.isEmpty { o["eligibleWinBackOfferIds"] = .array(winBack.map { .string($0) }) }
         if let increase = sub.priceIncrease, sub.phase.isLive { o["priceIncreaseStatus"] = .int(increase.consented ? 1 : 0) }
         if let product = product(sub.autoRenewProductId), let price = nextRenewalPrice(sub, product: product) {
             o["renewalPrice"] = .int(price)

@@ -59,6 +59,10 @@ struct OfferRecord: Codable, Sendable, Equatable {
     var period: String
     var numberOfPeriods: Int
     var priceMilli: Int64
+    /// Offer codes: who may redeem (nil = everyone, and in files saved before offer codes existed).
+    var codeEligibility: [String]?
+    /// Win-back offers: false when switched off.
+    var isEligible: Bool?
 
     init(_ o: SubscriptionOffer) {
         id = o.id
@@ -67,13 +71,21 @@ struct OfferRecord: Codable, Sendable, Equatable {
         period = o.period.description
         numberOfPeriods = o.numberOfPeriods
         priceMilli = o.priceMilli
+        if o.codeEligibility.count < OfferCodeEligibility.allCases.count {
+            codeEligibility = OfferCodeEligibility.allCases.filter(o.codeEligibility.contains).map(\.rawValue)
+        }
+        if !o.isEligible { isEligible = false }
     }
 
     func offer() throws(KakinError) -> SubscriptionOffer {
         guard let mode = OfferPaymentMode(rawValue: mode), let period = ISOPeriod(period) else {
             throw KakinError(.invalidField, "The state file has an offer with an unknown mode or period.")
         }
-        return SubscriptionOffer(id: id, type: AppleOfferType(rawValue: type), mode: mode, period: period, numberOfPeriods: numberOfPeriods, priceMilli: priceMilli)
+        return SubscriptionOffer(id: id, type: AppleOfferType(rawValue: type), mode: mode, period: period, numberOfPeriods: numberOfPeriods,
+                                 priceMilli: priceMilli,
+                                 codeEligibility: codeEligibility.map { Set($0.compactMap(OfferCodeEligibility.init(rawValue:))) }
+                                     ?? Set(OfferCodeEligibility.allCases),
+                                 isEligible: isEligible ?? true)
     }
 }
 
@@ -92,6 +104,9 @@ struct ProductRecord: Codable, Sendable, Equatable {
     var familyShareable: Bool
     var introductoryOffer: OfferRecord?
     var promotionalOffers: [OfferRecord]
+    /// nil in state files saved before offer codes and win-back offers were simulated.
+    var offerCodes: [OfferRecord]?
+    var winBackOffers: [OfferRecord]?
 
     init(_ p: Product) {
         productId = p.productId
@@ -108,6 +123,8 @@ struct ProductRecord: Codable, Sendable, Equatable {
         familyShareable = p.familyShareable
         introductoryOffer = p.introductoryOffer.map(OfferRecord.init)
         promotionalOffers = p.promotionalOffers.map(OfferRecord.init)
+        offerCodes = p.offerCodes.isEmpty ? nil : p.offerCodes.map(OfferRecord.init)
+        winBackOffers = p.winBackOffers.isEmpty ? nil : p.winBackOffers.map(OfferRecord.init)
     }
 
     func product() throws(KakinError) -> Product {
@@ -117,11 +134,15 @@ struct ProductRecord: Codable, Sendable, Equatable {
             guard let p = ISOPeriod(period) else { throw KakinError(.invalidField, "The state file has a product with a bad period.") }
             parsedPeriod = p
         }
-        var promos: [SubscriptionOffer] = []
-        for o in promotionalOffers { promos.append(try o.offer()) }
+        func offers(_ records: [OfferRecord]?) throws(KakinError) -> [SubscriptionOffer] {
+            var out: [SubscriptionOffer] = []
+            for o in records ?? [] { out.append(try o.offer()) }
+            return out
+        }
         return Product(productId: productId, kind: kind, displayName: displayName, coins: coins, bonusCoins: bonusCoins, priceMilli: priceMilli,
                        currency: currency, durationDays: durationDays, groupId: groupId, period: parsedPeriod, level: level,
-                       familyShareable: familyShareable, introductoryOffer: try introductoryOffer?.offer(), promotionalOffers: promos)
+                       familyShareable: familyShareable, introductoryOffer: try introductoryOffer?.offer(),
+                       promotionalOffers: try offers(promotionalOffers), offerCodes: try offers(offerCodes), winBackOffers: try offers(winBackOffers))
     }
 }
 

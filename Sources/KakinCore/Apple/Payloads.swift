@@ -94,6 +94,8 @@ public struct RenewalInfoPayload: Sendable, Hashable {
     public var signedDate: Int64
     public var environment: AppStoreEnvironment
     public var appAccountToken: String?
+    /// Win-back offers the customer may redeem, best first (none while in grace or billing retry).
+    public var eligibleWinBackOfferIds: [String]
 
     public var willAutoRenew: Bool { autoRenewStatus == 1 }
 
@@ -117,6 +119,7 @@ public struct RenewalInfoPayload: Sendable, Hashable {
         signedDate = try json.requiredMs("signedDate")
         environment = AppStoreEnvironment(rawValue: try json.requiredString("environment"))
         appAccountToken = json["appAccountToken"]?.stringValue?.lowercased()
+        eligibleWinBackOfferIds = json["eligibleWinBackOfferIds"]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 }
 

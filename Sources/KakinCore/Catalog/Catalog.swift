@@ -41,9 +41,20 @@ public enum OfferPaymentMode: String, Sendable, Hashable {
     }
 }
 
-/// An introductory or promotional offer of an auto-renewable product.
+/// Who may redeem an offer code (App Store Connect's choice per code offer; Xcode's `codeOffers[].eligibility`).
+public enum OfferCodeEligibility: String, Sendable, Hashable, CaseIterable {
+    /// Never subscribed in the group.
+    case new
+    /// Subscribed in the group now.
+    case existing
+    /// Subscribed in the group before, not now.
+    case expired
+}
+
+/// An offer of an auto-renewable product: introductory, promotional, offer code or win-back.
 public struct SubscriptionOffer: Sendable, Hashable {
-    /// nil for introductory offers (Apple sends no `offerIdentifier` for them).
+    /// nil for introductory offers (Apple sends no `offerIdentifier` for them); an offer code's reference name
+    /// (what Apple writes as its `offerIdentifier`).
     public var id: String?
     public var type: AppleOfferType
     public var mode: OfferPaymentMode
@@ -52,14 +63,21 @@ public struct SubscriptionOffer: Sendable, Hashable {
     public var numberOfPeriods: Int
     /// Price per offer period in milliunits of the product's currency (0 for free trials).
     public var priceMilli: Int64
+    /// Offer codes only: who may redeem the code.
+    public var codeEligibility: Set<OfferCodeEligibility>
+    /// Win-back offers only: Xcode's local `isEligible` switch (false: never offered).
+    public var isEligible: Bool
 
-    public init(id: String?, type: AppleOfferType, mode: OfferPaymentMode, period: ISOPeriod, numberOfPeriods: Int = 1, priceMilli: Int64 = 0) {
+    public init(id: String?, type: AppleOfferType, mode: OfferPaymentMode, period: ISOPeriod, numberOfPeriods: Int = 1, priceMilli: Int64 = 0,
+                codeEligibility: Set<OfferCodeEligibility> = Set(OfferCodeEligibility.allCases), isEligible: Bool = true) {
         self.id = id
         self.type = type
         self.mode = mode
         self.period = period
         self.numberOfPeriods = max(1, numberOfPeriods)
         self.priceMilli = priceMilli
+        self.codeEligibility = codeEligibility
+        self.isEligible = isEligible
     }
 
     /// The ISO 8601 `offerPeriod` Apple puts in transactions: the total offer duration.
@@ -85,11 +103,16 @@ public struct Product: Sendable, Hashable {
     public var familyShareable: Bool
     public var introductoryOffer: SubscriptionOffer?
     public var promotionalOffers: [SubscriptionOffer]
+    /// Offer codes (`offerType` 3), each named by its reference name.
+    public var offerCodes: [SubscriptionOffer]
+    /// Win-back offers (`offerType` 4) for customers who let the subscription lapse.
+    public var winBackOffers: [SubscriptionOffer]
 
     public init(productId: String, kind: ProductKind, displayName: String? = nil, coins: Int = 0, bonusCoins: Int = 0,
                 priceMilli: Int64? = nil, currency: String? = nil, durationDays: Int? = nil, groupId: String? = nil,
                 period: ISOPeriod? = nil, level: Int = 1, familyShareable: Bool = false,
-                introductoryOffer: SubscriptionOffer? = nil, promotionalOffers: [SubscriptionOffer] = []) {
+                introductoryOffer: SubscriptionOffer? = nil, promotionalOffers: [SubscriptionOffer] = [],
+                offerCodes: [SubscriptionOffer] = [], winBackOffers: [SubscriptionOffer] = []) {
         self.productId = productId
         self.kind = kind
         self.displayName = displayName
@@ -104,9 +127,14 @@ public struct Product: Sendable, Hashable {
         self.familyShareable = familyShareable
         self.introductoryOffer = introductoryOffer
         self.promotionalOffers = promotionalOffers
+        self.offerCodes = offerCodes
+        self.winBackOffers = winBackOffers
     }
 
     public func promotionalOffer(id: String) -> SubscriptionOffer? { promotionalOffers.first { $0.id == id } }
+    public func offerCode(id: String) -> SubscriptionOffer? { offerCodes.first { $0.id == id } }
+    public func winBackOffer(id: String) -> SubscriptionOffer? { winBackOffers.first { $0.id == id } }
+
 }
 
 public struct Catalog: Sendable, Hashable {

@@ -82,7 +82,7 @@ extension Product {
         "productId", "type", "coins", "bonusCoins", "price", "currency", "durationDays", "groupId", "period",
         "level", "displayName", "familyShareable", "offers",
     ]
-    static let offerKeys: Set<String> = ["id", "type", "mode", "period", "numberOfPeriods", "price"]
+    static let offerKeys: Set<String> = ["id", "type", "mode", "period", "numberOfPeriods", "price", "eligibility"]
 
     /// One entry of the contract's `products` list. `period`, `level`, `offers` extend the contract's
     /// example so a JSON catalog can describe subscriptions as fully as a `.storekit` file.
@@ -133,39 +133,57 @@ extension Product {
         }
         let level = try o.int("level", range: 1...100) ?? 1
         var intro: SubscriptionOffer?
-        var promos: [SubscriptionOffer] = []
+        var promos: [SubscriptionOffer] = [], codes: [SubscriptionOffer] = [], winBacks: [SubscriptionOffer] = []
+        var ids = Set<String>()
         if let offers = try o.array("offers") {
+            if kind != .autoRenewable, !offers.isEmpty {
+                throw ConfigurationError(o.sub("offers"), "applies to autoRenewable products only")
+            }
             for (i, v) in offers.enumerated() {
-                let offer = try Product.offer(contractJSON: v, path: o.sub("offers") + "[\(i)]")
-                if offer.type == .introductory {
+                let path = o.sub("offers") + "[\(i)]"
+                let offer = try Product.offer(contractJSON: v, path: path)
+                if let id = offer.id, !ids.insert("\(offer.type.rawValue):\(id)").inserted {
+                    throw ConfigurationError(path + ".id", "duplicates another offer of this product")
+                }
+                switch offer.type {
+                case .introductory:
                     if intro != nil { throw ConfigurationError(o.sub("offers"), "has more than one introductory offer") }
                     intro = offer
-                } else {
-                    promos.append(offer)
+                case .offerCode: codes.append(offer)
+                case .winBack: winBacks.append(offer)
+                default: promos.append(offer)
                 }
             }
-        }
-        if kind != .autoRenewable, intro != nil || !promos.isEmpty {
-            throw ConfigurationError(o.sub("offers"), "applies to autoRenewable products only")
         }
         self.init(productId: id, kind: kind, displayName: try o.string("displayName"), coins: Int(coins), bonusCoins: Int(bonus),
                   priceMilli: priceMilli, currency: currency, durationDays: durationDays.map { Int($0) }, groupId: groupId,
                   period: kind == .autoRenewable ? (period ?? ISOPeriod(months: 1)) : nil, level: Int(level),
-                  familyShareable: try o.bool("familyShareable") ?? false, introductoryOffer: intro, promotionalOffers: promos)
+                  familyShareable: try o.bool("familyShareable") ?? false, introductoryOffer: intro, promotionalOffers: promos,
+                  offerCodes: codes, winBackOffers: winBacks)
     }
 
     static func offer(contractJSON value: JSONValue, path: String) throws(ConfigurationError) -> SubscriptionOffer {
         let o = try StrictObject(value, path: path)
         try o.check(allowedKeys: Product.offerKeys)
-        let typeName = try o.requiredString("type")
-        let type: AppleOfferType
-        switch typeName {
-        case "introductory": type = .introductory
-        case "promotional": type = .promotional
-        default: throw ConfigurationError(o.sub("type"), "must be introductory or promotional")
+        guard let type = AppleOfferType(contractName: try o.requiredString("type")) else {
+            throw ConfigurationError(o.sub("type"), "must be introductory, promotional, offerCode or winBack")
         }
         let id = try o.string("id")
-        if type == .promotional, id == nil { throw ConfigurationError(o.sub("id"), "is required for a promotional offer") }
+        if type != .introductory, id == nil {
+            throw ConfigurationError(o.sub("id"), "is required for a \(type.contractName) offer (an offer code's id is its reference name)")
+        }
+        var eligibility = Set(OfferCodeEligibility.allCases)
+        if let list = try o.array("eligibility") {
+            guard type == .offerCode else { throw ConfigurationError(o.sub("eligibility"), "applies to offerCode offers only") }
+            eligibility = []
+            for (i, v) in list.enumerated() {
+                guard let e = v.stringValue.flatMap(OfferCodeEligibility.init(rawValue:)) else {
+                    throw ConfigurationError(o.sub("eligibility") + "[\(i)]", "must be new, existing or expired")
+                }
+                eligibility.insert(e)
+            }
+            if eligibility.isEmpty { throw ConfigurationError(o.sub("eligibility"), "must list at least one of new, existing, expired") }
+        }
         guard let mode = OfferPaymentMode(rawValue: try o.requiredString("mode")) else {
             throw ConfigurationError(o.sub("mode"), "must be freeTrial, payAsYouGo or payUpFront")
         }
@@ -175,7 +193,7 @@ extension Product {
         let count = try o.int("numberOfPeriods", range: 1...120) ?? 1
         let price = try o.number("price") ?? 0
         return SubscriptionOffer(id: type == .introductory ? nil : id, type: type, mode: mode, period: period,
-                                 numberOfPeriods: Int(count), priceMilli: Int64((price * 1000).rounded()))
+                                 numberOfPeriods: Int(count), priceMilli: Int64((price * 1000).rounded()), codeEligibility: eligibility)
     }
 
     /// The product as the contract's catalog JSON (`GET /simulator/v1/products`).
@@ -193,13 +211,18 @@ extension Product {
         if kind == .autoRenewable { o["level"] = .int(Int64(level)) }
         if let displayName { o["displayName"] = .string(displayName) }
         var offers: [JSONValue] = []
-        for offer in [introductoryOffer].compactMap({ $0 }) + promotionalOffers {
+        for offer in [introductoryOffer].compactMap({ $0 }) + promotionalOffers + offerCodes + winBackOffers {
             var j: [String: JSONValue] = [
-                "type": .string(offer.type == .introductory ? "introductory" : "promotional"),
-                "mode": .string(offer.mode.rawValue), "period": .string(offer.period.description),
+                "type": .string(offer.type.contractName), "mode": .string(offer.mode.rawValue), "period": .string(offer.period.description),
             ]
             if let id = offer.id { j["id"] = .string(id) }
             if offer.numberOfPeriods != 1 { j["numberOfPeriods"] = .int(Int64(offer.numberOfPeriods)) }
+            if offer.priceMilli > 0 {
+                j["price"] = offer.priceMilli % 1000 == 0 ? .int(offer.priceMilli / 1000) : .double(Double(offer.priceMilli) / 1000)
+            }
+            if offer.type == .offerCode, offer.codeEligibility.count < OfferCodeEligibility.allCases.count {
+                j["eligibility"] = .array(OfferCodeEligibility.allCases.filter(offer.codeEligibility.contains).map { .string($0.rawValue) })
+            }
             offers.append(.object(j))
         }
         if !offers.isEmpty { o["offers"] = .array(offers) }

@@ -139,13 +139,20 @@ public struct StoreKitConfiguration: Sendable {
         let intro = try introJSON.map { (v: JSONValue) throws(ConfigurationError) in
             try offer(v, path: introPath, type: .introductory)
         }
-        var promos: [SubscriptionOffer] = []
+        var promos: [SubscriptionOffer] = [], codes: [SubscriptionOffer] = [], winBacks: [SubscriptionOffer] = []
         for (i, o) in (try array(item, "adHocOffers", path: path + ".adHocOffers")).enumerated() {
             promos.append(try offer(o, path: "\(path).adHocOffers[\(i)]", type: .promotional))
         }
+        for (i, o) in (try array(item, "codeOffers", path: path + ".codeOffers")).enumerated() {
+            codes.append(try offer(o, path: "\(path).codeOffers[\(i)]", type: .offerCode))
+        }
+        for (i, o) in (try array(item, "winbackOffers", path: path + ".winbackOffers")).enumerated() {
+            winBacks.append(try offer(o, path: "\(path).winbackOffers[\(i)]", type: .winBack))
+        }
         return Product(productId: id, kind: .autoRenewable, displayName: displayName(item), priceMilli: price,
                        currency: price == nil ? nil : currency, groupId: gid, period: period, level: level,
-                       familyShareable: item["familyShareable"]?.boolValue ?? false, introductoryOffer: intro, promotionalOffers: promos)
+                       familyShareable: item["familyShareable"]?.boolValue ?? false, introductoryOffer: intro, promotionalOffers: promos,
+                       offerCodes: codes, winBackOffers: winBacks)
     }
 
     static func offer(_ item: JSONValue, path: String, type: AppleOfferType) throws(ConfigurationError) -> SubscriptionOffer {
@@ -163,15 +170,30 @@ public struct StoreKitConfiguration: Sendable {
         let count = item["numberOfPeriods"]?.intValue ?? 1
         guard (1...120).contains(count) else { throw ConfigurationError(path + ".numberOfPeriods", "must be 1 to 120") }
         var id: String?
-        if type == .promotional {
+        switch type {
+        case .promotional, .winBack:
             guard let offerId = item["offerID"]?.stringValue, !offerId.isEmpty else {
-                throw ConfigurationError(path + ".offerID", "is required for a promotional offer")
+                throw ConfigurationError(path + ".offerID", "is required for a \(type.contractName) offer")
             }
             id = offerId
+        case .offerCode:
+            // Code offers have no offerID: Apple names them by their reference name in signed data.
+            guard let name = item["referenceName"]?.stringValue, !name.isEmpty else {
+                throw ConfigurationError(path + ".referenceName", "is required for an offer code")
+            }
+            id = name
+        default:
+            break
+        }
+        var codeEligibility = Set(OfferCodeEligibility.allCases)
+        if type == .offerCode, let list = item["eligibility"]?.arrayValue {
+            let parsed = Set(list.compactMap { $0.stringValue.flatMap(OfferCodeEligibility.init(rawValue:)) })
+            if !parsed.isEmpty { codeEligibility = parsed }
         }
         // A free offer's displayPrice is ignored: some files still carry one (SKHelperDemo's "0.99").
         let price = mode == .freeTrial ? 0 : (try displayPrice(item, path: path) ?? 0)
-        return SubscriptionOffer(id: id, type: type, mode: mode, period: period, numberOfPeriods: mode == .payAsYouGo ? count : 1, priceMilli: price)
+        return SubscriptionOffer(id: id, type: type, mode: mode, period: period, numberOfPeriods: mode == .payAsYouGo ? count : 1, priceMilli: price,
+                                 codeEligibility: codeEligibility, isEligible: item["isEligible"]?.boolValue ?? true)
     }
 
     static func displayName(_ item: JSONValue) -> String? {

@@ -17,6 +17,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case unauthorized
     case forbidden
     case invalidCursor
+    case headersTooLarge
+    case uriTooLong
+    case storageFull
     // 2xxx: signed data verification (the contract's verification codes)
     case invalidFormat
     case unsupportedAlgorithm
@@ -34,20 +37,59 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case appStoreAPINotConfigured
     case transactionNotFound
     case appStoreAPIUnavailable
-    case receiptNotSupported
+    case invalidReceipt
+    case untrustedReceipt
+    case receiptWithoutPurchases
+    case receiptForAnotherApp
     // 4xxx: wallet and ledger
     case insufficientBalance
     case idempotencyKeyRequired
     case idempotencyKeyReused
     case invalidAmount
+    // 5xxx: App Store operations: offers (5001…5049), renewal-date extensions (5050…)
+    case offerNotEligible
+    case offerRedemptionLimitReached
+    case offerAlreadyPending
+    case unknownOffer
+    case offerSigningNotConfigured
+    case extensionNotAllowed
+    case extensionLimitReached
+    case invalidExtension
+    case extensionRequestNotFound
+    case unknownApp
     // 6xxx: App Store simulator
     case simulatorUnknownProduct
     case simulatorNotEligible
     case simulatorUnknownSubscription
     case simulatorUnknownTransaction
     case simulatorInvalidAction
+    case simulatorInvalidOfferSignature
+    case simulatorOfferSignatureExpired
+    case simulatorOfferNonceReused
+    case simulatorInvalidOfferIdentifier
+    case simulatorMissingOfferParameters
+    case simulatorInvalidEligibilitySignature
     // 7xxx: configuration and command line
     case invalidConfiguration
+    // 8xxx: KakinKit, the app side: raised in the app (never an HTTP answer); KakinKit's `ClientError`
+    // holds the same IDs, codes and sentences, and a test keeps the two equal.
+    case appNetworkUnavailable
+    case appInvalidServerResponse
+    case appStoreFailed
+    case appOffersNotSupported
+    case appPurchaseStillProcessing
+    case appProductUnavailable
+    case appDeviceStateUnreadable
+    // 9xxx: the support desk and operations
+    case adminKeyRefused
+    case formTokenInvalid
+    case notificationNotFound
+    case requestNotFound
+    case orderNotFound
+    case invalidReportDate
+    case customerNotFound
+    case backupFailed
+    case subscriptionNotFound
 
     public var id: String {
         switch self {
@@ -65,6 +107,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "KKN-1011"
         case .forbidden: return "KKN-1012"
         case .invalidCursor: return "KKN-1013"
+        case .headersTooLarge: return "KKN-1040"
+        case .uriTooLong: return "KKN-1041"
+        case .storageFull: return "KKN-1042"
         case .invalidFormat: return "KKN-2001"
         case .unsupportedAlgorithm: return "KKN-2002"
         case .untrustedCertificate: return "KKN-2003"
@@ -80,17 +125,52 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "KKN-3005"
         case .transactionNotFound: return "KKN-3006"
         case .appStoreAPIUnavailable: return "KKN-3007"
-        case .receiptNotSupported: return "KKN-3008"
+        case .invalidReceipt: return "KKN-3010"
+        case .untrustedReceipt: return "KKN-3011"
+        case .receiptWithoutPurchases: return "KKN-3012"
+        case .receiptForAnotherApp: return "KKN-3013"
+        case .extensionNotAllowed: return "KKN-5050"
+        case .extensionLimitReached: return "KKN-5051"
+        case .invalidExtension: return "KKN-5052"
+        case .extensionRequestNotFound: return "KKN-5053"
+        case .unknownApp: return "KKN-5054"
         case .insufficientBalance: return "KKN-4001"
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
         case .invalidAmount: return "KKN-4004"
+        case .offerNotEligible: return "KKN-5001"
+        case .offerRedemptionLimitReached: return "KKN-5002"
+        case .offerAlreadyPending: return "KKN-5003"
+        case .unknownOffer: return "KKN-5004"
+        case .offerSigningNotConfigured: return "KKN-5005"
         case .simulatorUnknownProduct: return "KKN-6001"
         case .simulatorNotEligible: return "KKN-6002"
         case .simulatorUnknownSubscription: return "KKN-6003"
         case .simulatorUnknownTransaction: return "KKN-6004"
         case .simulatorInvalidAction: return "KKN-6005"
+        case .simulatorInvalidOfferSignature: return "KKN-6010"
+        case .simulatorOfferSignatureExpired: return "KKN-6011"
+        case .simulatorOfferNonceReused: return "KKN-6012"
+        case .simulatorInvalidOfferIdentifier: return "KKN-6013"
+        case .simulatorMissingOfferParameters: return "KKN-6014"
+        case .simulatorInvalidEligibilitySignature: return "KKN-6015"
         case .invalidConfiguration: return "KKN-7001"
+        case .appNetworkUnavailable: return "KKN-8001"
+        case .appInvalidServerResponse: return "KKN-8002"
+        case .appStoreFailed: return "KKN-8003"
+        case .appOffersNotSupported: return "KKN-8004"
+        case .appPurchaseStillProcessing: return "KKN-8005"
+        case .appProductUnavailable: return "KKN-8006"
+        case .appDeviceStateUnreadable: return "KKN-8007"
+        case .adminKeyRefused: return "KKN-9001"
+        case .formTokenInvalid: return "KKN-9002"
+        case .notificationNotFound: return "KKN-9003"
+        case .requestNotFound: return "KKN-9004"
+        case .orderNotFound: return "KKN-9005"
+        case .invalidReportDate: return "KKN-9006"
+        case .customerNotFound: return "KKN-9007"
+        case .backupFailed: return "KKN-9008"
+        case .subscriptionNotFound: return "KKN-9050"
         }
     }
 
@@ -111,6 +191,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "unauthorized"
         case .forbidden: return "forbidden"
         case .invalidCursor: return "invalid_cursor"
+        case .headersTooLarge: return "request_header_fields_too_large"
+        case .uriTooLong: return "uri_too_long"
+        case .storageFull: return "retryable_failure"
         case .invalidFormat: return "invalid_format"
         case .unsupportedAlgorithm: return "unsupported_algorithm"
         case .untrustedCertificate: return "untrusted_certificate"
@@ -126,43 +209,91 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "app_store_api_not_configured"
         case .transactionNotFound: return "transaction_not_found"
         case .appStoreAPIUnavailable: return "app_store_api_unavailable"
-        case .receiptNotSupported: return "receipt_not_supported"
+        case .invalidReceipt: return "invalid_receipt"
+        case .untrustedReceipt: return "untrusted_receipt"
+        case .receiptWithoutPurchases: return "receipt_without_purchases"
+        case .receiptForAnotherApp: return "wrong_bundle_id"
+        case .extensionNotAllowed: return "extension_not_allowed"
+        case .extensionLimitReached: return "extension_limit_reached"
+        case .invalidExtension: return "invalid_request"
+        case .extensionRequestNotFound: return "not_found"
+        case .unknownApp: return "unknown_app"
         case .insufficientBalance: return "insufficient_balance"
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
         case .invalidAmount: return "invalid_amount"
+        case .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return "offer_not_eligible"
+        case .unknownOffer: return "unknown_offer"
+        case .offerSigningNotConfigured: return "offer_signing_not_configured"
         case .simulatorUnknownProduct: return "unknown_product"
         case .simulatorNotEligible: return "not_eligible"
         case .simulatorUnknownSubscription: return "unknown_subscription"
         case .simulatorUnknownTransaction: return "unknown_transaction"
         case .simulatorInvalidAction: return "invalid_action"
+        case .simulatorInvalidOfferSignature, .simulatorOfferSignatureExpired, .simulatorOfferNonceReused,
+            .simulatorInvalidEligibilitySignature:
+            return "invalid_offer_signature"
+        case .simulatorInvalidOfferIdentifier: return "invalid_offer_identifier"
+        case .simulatorMissingOfferParameters: return "missing_offer_parameters"
         case .invalidConfiguration: return "invalid_configuration"
+        case .appNetworkUnavailable: return "network_unavailable"
+        case .appInvalidServerResponse: return "invalid_server_response"
+        case .appStoreFailed: return "store_failed"
+        case .appOffersNotSupported: return "offers_not_supported"
+        case .appPurchaseStillProcessing: return "purchase_still_processing"
+        case .appProductUnavailable: return "product_unavailable"
+        case .appDeviceStateUnreadable: return "device_state_unreadable"
+        case .adminKeyRefused: return "admin_key_refused"
+        case .formTokenInvalid: return "form_token_invalid"
+        case .notificationNotFound: return "notification_not_found"
+        case .requestNotFound: return "request_not_found"
+        case .orderNotFound: return "order_not_found"
+        case .invalidReportDate: return "invalid_report_date"
+        case .customerNotFound: return "customer_not_found"
+        case .backupFailed: return "backup_failed"
+        case .subscriptionNotFound: return "subscription_not_found"
         }
     }
 
     public var httpStatus: Int {
         switch self {
         case .internalError: return 500
-        case .malformedJSON, .invalidField, .invalidCustomerID, .invalidCursor, .idempotencyKeyRequired, .invalidAmount:
+        case .malformedJSON, .invalidField, .invalidCustomerID, .invalidCursor, .idempotencyKeyRequired, .invalidAmount,
+            .invalidReceipt, .invalidExtension:
             return 400
         case .unsupportedMediaType: return 415
         case .bodyTooLarge: return 413
         case .routeNotFound: return 404
         case .methodNotAllowed: return 405
-        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable:
+        case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable, .storageFull:
             return 503
+        case .headersTooLarge: return 431
+        case .uriTooLong: return 414
         case .unauthorized: return 401
-        case .forbidden, .belongsToAnotherCustomer: return 403
+        case .forbidden, .belongsToAnotherCustomer, .offerNotEligible, .offerRedemptionLimitReached, .offerAlreadyPending: return 403
         case .invalidFormat, .unsupportedAlgorithm, .untrustedCertificate, .invalidSignature, .wrongBundleID,
             .wrongAppAppleID, .wrongEnvironment, .unknownProduct, .transactionRevoked,
-            .idempotencyKeyReused, .receiptNotSupported:
+            .idempotencyKeyReused, .untrustedReceipt, .receiptWithoutPurchases, .receiptForAnotherApp, .unknownOffer:
             return 422
-        case .appStoreAPINotConfigured: return 501
-        case .transactionNotFound: return 404
+        case .appStoreAPINotConfigured, .offerSigningNotConfigured: return 501
+        case .transactionNotFound, .extensionRequestNotFound, .unknownApp: return 404
+        case .extensionNotAllowed, .extensionLimitReached: return 409
         case .alreadyProcessed, .insufficientBalance: return 409
-        case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction: return 422
+        case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction, .simulatorInvalidOfferSignature,
+            .simulatorOfferSignatureExpired, .simulatorOfferNonceReused, .simulatorInvalidOfferIdentifier,
+            .simulatorMissingOfferParameters, .simulatorInvalidEligibilitySignature:
+            return 422
         case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
         case .invalidConfiguration: return 2
+        // Never sent by the server: the app raises these itself.
+        case .appNetworkUnavailable, .appInvalidServerResponse, .appStoreFailed, .appOffersNotSupported,
+            .appPurchaseStillProcessing, .appProductUnavailable, .appDeviceStateUnreadable:
+            return 0
+        case .adminKeyRefused: return 401
+        case .formTokenInvalid: return 403
+        case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound, .subscriptionNotFound: return 404
+        case .invalidReportDate: return 400
+        case .backupFailed: return 500
         }
     }
 
@@ -183,6 +314,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unauthorized: return "Missing or invalid credentials."
         case .forbidden: return "These credentials may not do this."
         case .invalidCursor: return "The cursor is not one this server issued."
+        case .headersTooLarge: return "The request line and headers are larger than the server accepts."
+        case .uriTooLong: return "The request's path and query are longer than the server accepts."
+        case .storageFull: return "The database is out of disk space; nothing was changed, retry later."
         case .invalidFormat: return "The signed data is not a well-formed App Store JWS."
         case .unsupportedAlgorithm: return "The signed data uses an algorithm other than ES256."
         case .untrustedCertificate: return "The signing certificates do not chain to a trusted Apple root, lack Apple's markers, or were not valid when the data was signed."
@@ -198,17 +332,52 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .appStoreAPINotConfigured: return "The App Store Server API is not configured on this server."
         case .transactionNotFound: return "The App Store does not know this transaction."
         case .appStoreAPIUnavailable: return "The App Store Server API could not be reached; retry later."
-        case .receiptNotSupported: return "App receipts are not accepted by this server yet."
+        case .invalidReceipt: return "The app receipt is not a readable App Store receipt (base64 PKCS#7); it may be truncated."
+        case .untrustedReceipt: return "The app receipt's signature does not verify against a trusted root."
+        case .receiptWithoutPurchases: return "The app receipt lists no in-app purchase to apply."
+        case .receiptForAnotherApp: return "The app receipt belongs to another app (bundle ID)."
+        case .extensionNotAllowed: return "The App Store does not extend this subscription now (free offer period, billing retry or grace period, expired, revoked, or family-shared)."
+        case .extensionLimitReached: return "This subscription was already extended twice in the last 365 days."
+        case .invalidExtension: return "An extension needs days from 1 to 90 and a reason: undeclared, customerSatisfaction, other or serviceIssueOrOutage."
+        case .extensionRequestNotFound: return "The App Store knows no renewal-date extension request with this ID for this product."
+        case .unknownApp: return "This server has no app with that bundle ID."
         case .insufficientBalance: return "Not enough coins; nothing was spent."
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."
         case .invalidAmount: return "The amount must be a positive whole number of coins within limits."
+        case .offerNotEligible: return "The app's offer rules do not give this customer this offer."
+        case .offerRedemptionLimitReached: return "The customer already redeemed this offer as many times as the app's offer rules allow."
+        case .offerAlreadyPending: return "The same offer already waits for the subscription's next renewal."
+        case .unknownOffer: return "The product has no promotional offer with this ID in this server's catalog."
+        case .offerSigningNotConfigured: return "No In-App Purchase key is configured to sign offers (offerSigning or appStoreServerAPI)."
         case .simulatorUnknownProduct: return "The simulator's catalog has no such product."
         case .simulatorNotEligible: return "The App Store would refuse this purchase (not eligible for the offer)."
         case .simulatorUnknownSubscription: return "The simulator has no such subscription."
         case .simulatorUnknownTransaction: return "The simulator has no such transaction."
         case .simulatorInvalidAction: return "The simulator cannot apply this action in the subscription's current state."
+        case .simulatorInvalidOfferSignature: return "The offer signature does not verify for this purchase with the app's keys (StoreKit: invalidOfferSignature)."
+        case .simulatorOfferSignatureExpired: return "The offer signature is more than 24 hours away from the App Store's time (StoreKit: invalidOfferSignature)."
+        case .simulatorOfferNonceReused: return "The offer signature's nonce was already used for a purchase (StoreKit: invalidOfferSignature)."
+        case .simulatorInvalidOfferIdentifier: return "The product has no offer with this identifier (StoreKit: invalidOfferIdentifier)."
+        case .simulatorMissingOfferParameters: return "A promotional offer needs a signature (StoreKit: missingOfferParameters)."
+        case .simulatorInvalidEligibilitySignature: return "The introductory offer eligibility JWS does not verify for this purchase (StoreKit: invalidOfferSignature)."
         case .invalidConfiguration: return "The configuration is invalid."
+        case .appNetworkUnavailable: return "Kakin could not be reached; a paid purchase stays unfinished and is retried later."
+        case .appInvalidServerResponse: return "Kakin's answer could not be read; a paid purchase stays unfinished and is retried later."
+        case .appStoreFailed: return "The App Store could not complete the request; nothing was charged by this attempt."
+        case .appOffersNotSupported: return "This Kakin server does not sign offers yet."
+        case .appPurchaseStillProcessing: return "Your previous purchase of this item is still being processed."
+        case .appProductUnavailable: return "The App Store does not offer this product."
+        case .appDeviceStateUnreadable: return "The purchases saved on this device could not be read or written."
+        case .adminKeyRefused: return "That key is not an admin API key of this server."
+        case .formTokenInvalid: return "The form is stale or did not come from this site; reload the page and try again."
+        case .notificationNotFound: return "No stored notification has this notificationUUID."
+        case .requestNotFound: return "No recent error has this request ID (errors are kept 30 days, at most 100,000)."
+        case .orderNotFound: return "The App Store knows no purchase with this order ID."
+        case .invalidReportDate: return "asOf must be a calendar date written YYYY-MM-DD."
+        case .customerNotFound: return "No customer has this ID."
+        case .backupFailed: return "The backup could not be written; the database is unchanged."
+        case .subscriptionNotFound: return "This customer has no subscription with this original transaction ID."
         }
     }
 }
@@ -239,6 +408,9 @@ public struct KakinError: Error, Sendable, CustomStringConvertible {
 }
 
 extension ErrorKind {
+    /// KakinKit's errors (KKN-8xxx): the app raises them itself (no network, an unreadable answer, the store).
+    public var isRaisedInApp: Bool { id.hasPrefix("KKN-8") }
+
     /// `docs/errors.md`, generated from this catalogue.
     public static func markdownCatalogue() -> String {
         var lines = [
@@ -247,13 +419,14 @@ extension ErrorKind {
             "Generated from `Sources/KakinCore/Errors/ErrorCatalogue.swift` by `kakin errors --markdown`; a test keeps",
             "this file equal to the code. Every non-2xx answer carries one of these in",
             "`{\"error\": {\"code\", \"id\", \"message\", \"requestId\"}}`. IDs are stable: apps may show them and",
-            "support can look them up here. (Configuration errors are reported by the command line with exit code 2.)",
+            "support can look them up here. (Configuration errors are reported by the command line with exit code 2;",
+            "`KKN-8xxx` are raised in the app by KakinKit, never answered by the server.)",
             "",
             "| ID | code | HTTP | meaning |",
             "|---|---|---|---|",
         ]
         for kind in allCases {
-            let status = kind == .invalidConfiguration ? "exit 2" : String(kind.httpStatus)
+            let status = kind == .invalidConfiguration ? "exit 2" : kind.isRaisedInApp ? "app" : String(kind.httpStatus)
             lines.append("| \(kind.id) | `\(kind.code)` | \(status) | \(kind.defaultMessage) |")
         }
         return lines.joined(separator: "\n") + "\n"

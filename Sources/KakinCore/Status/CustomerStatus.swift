@@ -84,7 +84,8 @@ public struct CustomerStatus: Sendable, Hashable {
     public var nonConsumables: [NonConsumableOwnership]
     /// Sorted by product.
     public var nonRenewing: [NonRenewingStatus]
-    /// Group → whether an introductory offer would really apply (never had one there, nothing active there).
+    /// Group → whether Kakin considers the customer eligible for an introductory offer there: never had a
+    /// subscription in the group (the contract's decision; what the eligibility JWS Kakin signs says).
     public var introductoryOfferEligibility: [String: Bool]
     /// Sorted by instance, then kind.
     public var notices: [StatusNotice]

@@ -7,7 +7,8 @@
 // arrival order or count — so late, duplicated and reordered notifications can't change the answer. The
 // traps the seed teams fell into are ruled out here: expiry comes from each instance's latest transaction,
 // never from the largest `expiresDate` in history (seed 003); only one pending offer exists (renewal info
-// holds one slot); and eligibility counts an active subscription in the group, not only past offers.
+// holds one slot); and intro eligibility counts any subscription ever had in the group, not only past intro
+// offers (seed 002: StoreKit says "eligible" while an active subscription makes the offer unusable).
 //
 // Files: `CustomerHistory` (deduplication, total orders), `SubscriptionStatus` (per-instance rules),
 // `CustomerStatus` (results and the contract JSON), this file (the customer-level evaluation).
@@ -83,12 +84,12 @@ public enum StatusEngine {
         }
         nonRenewing.sort { $0.productId < $1.productId }
 
-        // Introductory offers: one per group per account, and unusable while subscribed in the group.
-        let introGroups = Set(subscriptionTransactions.filter { $0.offerType == .introductory }.compactMap(groups.group(of:)))
-        let entitledGroups = Set(subscriptions.filter { $0.state.isEntitled }.compactMap(\.groupId))
+        // Introductory offers (the contract's decision, Apple staff's reading): only for a customer who never had a
+        // subscription in the group — intro or not, refunded or not, active or long gone.
+        let subscribedGroups = Set(subscriptions.compactMap(\.groupId))
         var eligibility: [String: Bool] = [:]
-        for group in Set(catalog.groupIds).union(subscriptions.compactMap(\.groupId)) {
-            eligibility[group] = !introGroups.contains(group) && !entitledGroups.contains(group)
+        for group in Set(catalog.groupIds).union(subscribedGroups) {
+            eligibility[group] = !subscribedGroups.contains(group)
         }
 
         let hadEntitlement = h.transactions.contains { kind($0).map { $0 != .consumable } ?? false }

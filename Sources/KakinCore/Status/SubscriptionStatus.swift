@@ -81,6 +81,9 @@ public struct SubscriptionStatus: Sendable, Hashable {
     public var pendingOffer: StatusOffer?
     /// Only when `expired`.
     public var expirationReason: ExpirationReason?
+    /// Only when `expired`: the win-back offers Apple says the customer may redeem, best first (renewal info's
+    /// `eligibleWinBackOfferIds`; Apple lists none while in grace or billing retry).
+    public var eligibleWinBackOfferIds: [String] = []
 
     public var json: JSONValue {
         [
@@ -98,6 +101,7 @@ public struct SubscriptionStatus: Sendable, Hashable {
                 ["type": .string($0.type.contractName), "id": .string($0.id), "period": .string($0.period)]
             } ?? .null,
             "expirationReason": .string(expirationReason?.rawValue),
+            "eligibleWinBackOfferIds": .array(eligibleWinBackOfferIds.map { .string($0) }),
         ]
     }
 }
@@ -147,7 +151,8 @@ extension SubscriptionStatus {
                     StatusOffer(type: $0, id: renewal.offerIdentifier, period: renewal.offerPeriod)
                 }
             } else if renewal.signedDate >= latest.purchaseDate {
-                // Only renewal info about the latest period explains why it ended.
+                // Only renewal info about the latest period explains why it ended and what may win the customer back.
+                if status.state == .expired { status.eligibleWinBackOfferIds = renewal.eligibleWinBackOfferIds }
                 if let intent = renewal.expirationIntent {
                     status.expirationReason = ExpirationReason(expirationIntent: intent)
                 } else if renewal.isInBillingRetryPeriod {

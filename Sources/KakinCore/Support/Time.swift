@@ -7,10 +7,14 @@ public protocol Clock: Sendable {
 
 /// Formats and parses the contract's RFC 3339 UTC timestamps (`2026-11-30T15:00:00Z`).
 public enum Timestamp {
+    /// Total over every `Int64`: years 0000–9999 as RFC 3339 has them; beyond (dates Apple never signs, but a
+    /// payload or a request may carry) ISO 8601's expanded years, `+10000-…` and `-0001-…`, never a trap.
     public static func rfc3339(_ ms: Int64) -> String {
         let dayMs: Int64 = 86_400_000
         let days = floorDiv(ms, dayMs)
-        var rest = ms - days * dayMs
+        // `ms - days * dayMs` overflows near Int64.min; the remainder never does.
+        var rest = ms % dayMs
+        if rest < 0 { rest += dayMs }
         let (y, m, d) = CivilDate.fromDays(days)
         let hh = rest / 3_600_000
         rest -= hh * 3_600_000
@@ -18,7 +22,8 @@ public enum Timestamp {
         rest -= mm * 60_000
         let ss = rest / 1000
         let frac = rest - ss * 1000
-        var s = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(Int(hh), 2) + ":" + pad(Int(mm), 2) + ":" + pad(Int(ss), 2)
+        let year = (0...9999).contains(y) ? pad(y, 4) : (y < 0 ? "-" : "+") + pad(Int(y.magnitude), 4)
+        var s = year + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(Int(hh), 2) + ":" + pad(Int(mm), 2) + ":" + pad(Int(ss), 2)
         if frac != 0 { s += "." + pad(Int(frac), 3) }
         return s + "Z"
     }

@@ -12,7 +12,8 @@ struct AppStoreConnection: Sendable {
     /// Clients in the config's app order, with the bundle each serves.
     let clients: [(bundleId: String, environments: Set<AppStoreEnvironment>, client: AppStoreServerAPIClient)]
 
-    init(api: Configuration.AppStoreServerAPI, apps: [Configuration.App], clock: any Clock) throws(KakinError) {
+    init(api: Configuration.AppStoreServerAPI, apps: [Configuration.App], clock: any Clock,
+         transport: any AppStoreHTTPTransport = URLSessionTransport()) throws(KakinError) {
         let key: P256PrivateKey
         do {
             key = try P256PrivateKey(pemPKCS8: api.privateKeyPEM)
@@ -30,7 +31,8 @@ struct AppStoreConnection: Sendable {
             let configuration = AppStoreServerAPIConfiguration(issuerId: api.issuerId, keyId: api.keyId, privateKey: key,
                                                                bundleId: app.bundleId, server: server)
             do {
-                clients.append((app.bundleId, app.environments, try AppStoreServerAPIClient(configuration: configuration, clock: clock)))
+                clients.append((app.bundleId, app.environments,
+                                try AppStoreServerAPIClient(configuration: configuration, clock: clock, transport: transport)))
             } catch {
                 throw KakinError(.invalidConfiguration, "appStoreServerAPI: \(error.reason).")
             }
@@ -97,7 +99,9 @@ enum AppStoreLimits {
 extension KakinApp {
     /// Points the App Store Server API client at Apple or (local mode) at the simulator.
     public func connectAppStoreServerAPI(_ api: Configuration.AppStoreServerAPI) throws(KakinError) {
-        let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock)
+        let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
+                                                transport: CountingTransport(inner: URLSessionTransport(), metrics: metrics))
+        try useAPIKeyForOffers(api)
         appStoreAPI.withLock { $0 = connection }
     }
 
@@ -119,15 +123,23 @@ extension KakinApp {
             let customerId = try customerID(params)
             try authenticator.authorize(request, customerId: customerId, needs: .customer)
             var transactionId: String?
+            var receipt: AppReceipt?
             if !request.body.isEmpty {
                 let body = try request.jsonObject()
                 transactionId = try field { () throws(ConfigurationError) in
                     try body.check(allowedKeys: ["transactionId", "appReceipt"])
                     return try body.boundedString("transactionId", lengthMax: 64, required: false)
                 }
-                if body.has("appReceipt") { throw KakinError(.receiptNotSupported) }
+                if body.has("appReceipt") {
+                    guard transactionId == nil else { throw KakinError(.invalidField, "Give transactionId or appReceipt, not both.") }
+                    receipt = try appReceipt(body)
+                }
             }
-            try await restore(customerId: customerId, transactionId: transactionId)
+            if let receipt {
+                try await restore(customerId: customerId, receipt: receipt)
+            } else {
+                try await restore(customerId: customerId, transactionId: transactionId)
+            }
             return .json(try await customerStatusJSON(customerId), status: 200)
         }
     }

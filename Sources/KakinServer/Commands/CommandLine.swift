@@ -88,7 +88,13 @@ public enum KakinCommand {
                                     prove every balance equals the sum of its ledger entries
           kakin notifications recover --config kakin.json
                                     apply what Notification History has that Kakin missed
+          kakin report unused-balance --as-of YYYY-MM-DD [--format json|csv] [--config kakin.json] [--database URL]
+                                    unused paid-coin balance at the end of that day (Payment Services Act report)
+          kakin backup --to FILE [--config kakin.json] [--database sqlite:PATH]
+                                    copy the SQLite database while Kakin serves (PostgreSQL: pg_dump)
           kakin errors [--markdown] print the error catalogue
+          kakin app --server URL --customer ID --state DIR <launch|buy PRODUCT [--offer ID] [--fail-at payment|send|finish]|unfinished|restore|status|wallet> [--json]
+                                    a command-line app on KakinKit and the simulator: replay the app-side flows
           kakin <command> --help    usage of one command
         """
 
@@ -112,6 +118,10 @@ public enum KakinCommand {
             return await NotificationsCommand.run(arguments: rest)
         case "errors":
             return ErrorsCommand.run(arguments: rest)
+        case "report":
+            return await ReportCommand.run(arguments: rest)
+        case "backup":
+            return await BackupCommand.run(arguments: rest)
         case "simulator":
             return await SimulatorCommand.run(arguments: rest)
         default:

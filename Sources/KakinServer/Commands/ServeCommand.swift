@@ -20,6 +20,10 @@ public final class KakinRuntime: Sendable {
         public var recoveryIntervalMs: Int64 = 15 * 60 * 1000
         public var http: HTTPServerConfiguration
         public var extraRoutes: @Sendable (inout Router) -> Void
+        /// When failed notifications are retried (real time; tests move a manual clock).
+        public var notificationRetryClock: any Clock = SystemClock()
+        /// Attempts before a failing notification is dead (`NotificationRetryPolicy.attemptsMax`).
+        public var notificationAttemptsMax = NotificationRetryPolicy.attemptsMax
 
         public init(configuration: Configuration, defaultRootsDER: [[UInt8]]? = nil, clock: any Clock = SystemClock(),
                     ids: (any IDGenerator)? = nil, logger: Logger = Logger(),
@@ -68,6 +72,8 @@ public final class KakinRuntime: Sendable {
             throw error
         }
         app.notificationWorker.start { [app] in await app.processDueNotifications() }
+        app.appStoreJobsWorker.start { [app] in await app.processDueAppStoreJobs() }
+        app.recentErrorFlusher.start { [app] in await app.flushRecentErrors() }
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
         if config.appStoreServerAPI != nil {
             recovery.start { [app] in await app.recoverMissedNotificationsLogged() }
@@ -87,9 +93,14 @@ public final class KakinRuntime: Sendable {
                 trustedRoots: roots,
                 apps: config.apps.map { AppIdentity(bundleId: $0.bundleId, appAppleId: $0.appAppleId, environments: $0.environments) },
                 clock: { [clock = options.clock] in clock.nowMs() })
-            let app = KakinApp(store: store, verifier: verifier,
-                               settings: .init(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth),
-                               clock: options.clock, logger: options.logger, extraRoutes: options.extraRoutes)
+            var settings = KakinApp.Settings(apps: config.apps, wallet: config.wallet, transferPolicy: config.transferPolicy, auth: config.auth,
+                                             listensOnLoopback: Configuration.isLoopback(config.host),
+                                             notificationAttemptsMax: options.notificationAttemptsMax)
+            settings.appReceiptRootsDER = config.appReceiptRootsDER
+            let app = KakinApp(store: store, verifier: verifier, settings: settings,
+                               clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
+                               extraRoutes: options.extraRoutes)
+            if let signing = config.offerSigning { try app.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId) }
             if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
             return (app, database)
         } catch {
@@ -112,6 +123,9 @@ public final class KakinRuntime: Sendable {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
         await recovery.stop()
         await app.notificationWorker.stop()
+        await app.appStoreJobsWorker.stop()
+        await app.recentErrorFlusher.stop()
+        await app.flushRecentErrors()
         await database.close()
     }
 }

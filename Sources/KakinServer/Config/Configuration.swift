@@ -1,4 +1,5 @@
 import Foundation
+import KakinAdmin
 import KakinCore
 import KakinStorage
 
@@ -25,12 +26,21 @@ public struct Configuration: Sendable {
         public var appAppleId: Int64?
         public var environments: Set<AppStoreEnvironment>
         public var catalog: Catalog
+        /// Who may get each promotional offer, by offer ID; an offer without a rule is `currentOrLapsed`.
+        public var offerRules: [String: OfferRule]
+        /// Whether and how Kakin answers this app's CONSUMPTION_REQUESTs (nil: it does not).
+        public var consumptionInformation: ConsumptionInformationPolicy? = nil
+        /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
+        public var reportingTimeZone: String
 
-        public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog) {
+        public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
+                    offerRules: [String: OfferRule] = [:], reportingTimeZone: String = ReportingDay.defaultTimeZone) {
             self.bundleId = bundleId
             self.appAppleId = appAppleId
             self.environments = environments
             self.catalog = catalog
+            self.offerRules = offerRules
+            self.reportingTimeZone = reportingTimeZone
         }
     }
 
@@ -42,9 +52,19 @@ public struct Configuration: Sendable {
         public var baseURL: String?
     }
 
-    public struct Offers: Sendable {
+    /// The In-App Purchase key that signs offers (`offerSigning`, or the contract's older `offers` spelling
+    /// without an issuer); absent = `appStoreServerAPI`'s key.
+    public struct OfferSigning: Sendable {
+        /// Needed for JWS signatures; nil takes `appStoreServerAPI.issuerId`.
+        public var issuerId: String?
         public var keyId: String
         public var privateKeyPEM: String
+
+        public init(issuerId: String?, keyId: String, privateKeyPEM: String) {
+            self.issuerId = issuerId
+            self.keyId = keyId
+            self.privateKeyPEM = privateKeyPEM
+        }
     }
 
     public struct APIKey: Sendable {
@@ -67,15 +87,18 @@ public struct Configuration: Sendable {
     public var trustedRootsDER: [[UInt8]]?
     public var apps: [App] = []
     public var appStoreServerAPI: AppStoreServerAPI?
-    public var offers: Offers?
+    public var offerSigning: OfferSigning?
     public var auth: Auth?
     public var wallet = WalletPolicy()
     /// Addition to the contract: what happens when a purchase is linked to another customer.
     public var transferPolicy = TransferPolicy.keepFirstOwner
+    /// Roots an app receipt's signature must chain to (`appReceipts`); nil: receipts are read unverified.
+    public var appReceiptRootsDER: [[UInt8]]?
 
     public init() {}
 
-    static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "auth", "wallet", "accounts"]
+    static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "offerSigning", "auth", "wallet", "accounts",
+                                       "appReceipts"]
 
     /// Reads and validates a config file. `environment` resolves `…Env` keys (secrets never sit in the file).
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -127,10 +150,14 @@ public struct Configuration: Sendable {
             c.appStoreServerAPI = AppStoreServerAPI(issuerId: try api.requiredString("issuerId"), keyId: try api.requiredString("keyId"),
                                                     privateKeyPEM: pem, baseURL: baseURL)
         }
-        if let offers = try o.object("offers") {
-            try offers.check(allowedKeys: ["keyId", "privateKeyFile"])
-            let pem = try readText(try offers.requiredString("privateKeyFile"), base: baseDirectory, key: offers.sub("privateKeyFile"))
-            c.offers = Offers(keyId: try offers.requiredString("keyId"), privateKeyPEM: pem)
+        if o.has("offers"), o.has("offerSigning") {
+            throw ConfigurationError("offers", "give offerSigning (its newer spelling, with issuerId) or offers, not both")
+        }
+        for name in ["offerSigning", "offers"] {
+            guard let signing = try o.object(name) else { continue }
+            try signing.check(allowedKeys: name == "offers" ? ["keyId", "privateKeyFile"] : ["issuerId", "keyId", "privateKeyFile"])
+            let pem = try readText(try signing.requiredString("privateKeyFile"), base: baseDirectory, key: signing.sub("privateKeyFile"))
+            c.offerSigning = OfferSigning(issuerId: try signing.string("issuerId"), keyId: try signing.requiredString("keyId"), privateKeyPEM: pem)
         }
         if let auth = try o.object("auth") {
             try auth.check(allowedKeys: ["apiKeys", "customerTokens"])
@@ -173,12 +200,14 @@ public struct Configuration: Sendable {
                 c.transferPolicy = tp
             }
         }
+        c.appReceiptRootsDER = try parseAppReceipts(o, baseDirectory: baseDirectory)
         return c
     }
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products"])
+        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
+                                  "reportingTimeZone"])
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -209,7 +238,30 @@ public struct Configuration: Sendable {
             for p in overrides.sortedProducts { catalog.upsert(catalog[p.productId].map { p.inheriting(from: $0) } ?? p) }
         }
         guard !catalog.products.isEmpty else { throw ConfigurationError(a.sub("products"), "the app needs a storekitFile or products") }
-        return App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog)
+        var rules: [String: OfferRule] = [:]
+        let promotional = Set(catalog.sortedProducts.flatMap(\.promotionalOffers).compactMap(\.id))
+        for (i, v) in (try a.array("offerRules") ?? []).enumerated() {
+            let r = try StrictObject(v, path: a.sub("offerRules") + "[\(i)]")
+            try r.check(allowedKeys: ["offerId", "eligibility", "maxRedemptions"])
+            let offerId = try r.requiredString("offerId")
+            guard promotional.contains(offerId) else {
+                throw ConfigurationError(r.sub("offerId"), "names no promotional offer of the app's catalog")
+            }
+            guard rules[offerId] == nil else { throw ConfigurationError(r.sub("offerId"), "has a rule already") }
+            guard let audience = OfferAudience(rawValue: try r.requiredString("eligibility")) else {
+                throw ConfigurationError(r.sub("eligibility"), "must be current, lapsed, currentOrLapsed or anyone")
+            }
+            rules[offerId] = OfferRule(offerId: offerId, eligibility: audience,
+                                       maxRedemptions: try r.int("maxRedemptions", range: 1...1_000_000).map { Int($0) })
+        }
+        let zone = try a.string("reportingTimeZone") ?? ReportingDay.defaultTimeZone
+        guard ReportingDay.isKnownTimeZone(zone) else {
+            throw ConfigurationError(a.sub("reportingTimeZone"), "must be an IANA time zone name such as Asia/Tokyo")
+        }
+        var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules,
+                      reportingTimeZone: zone)
+        app.consumptionInformation = try parseConsumptionInformation(a)
+        return app
     }
 
     static func resolve(_ path: String, relativeTo base: String?) -> String {
@@ -251,6 +303,8 @@ extension Product {
             p.familyShareable = base.familyShareable
             if p.introductoryOffer == nil { p.introductoryOffer = base.introductoryOffer }
             if p.promotionalOffers.isEmpty { p.promotionalOffers = base.promotionalOffers }
+            if p.offerCodes.isEmpty { p.offerCodes = base.offerCodes }
+            if p.winBackOffers.isEmpty { p.winBackOffers = base.winBackOffers }
         }
         return p
     }

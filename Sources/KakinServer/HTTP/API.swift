@@ -28,7 +28,18 @@ extension HTTPResponse {
         }
         var headers: [(String, String)] = []
         if error.kind == .methodNotAllowed, let allow = error.detail { headers.append(("Allow", allow)) }
+        if let seconds = retryAfterSeconds(error.kind) { headers.append(("Retry-After", String(seconds))) }
         return .json(body, status: error.httpStatus, headers: headers)
+    }
+}
+
+/// How long a client should wait before retrying, for the 503s where a wait is known: an overloaded
+/// server or database queue frees up within a second; a full disk needs an operator.
+func retryAfterSeconds(_ kind: ErrorKind) -> Int? {
+    switch kind {
+    case .serviceUnavailable, .storageUnavailable: return 1
+    case .storageFull: return 30
+    default: return nil
     }
 }
 

@@ -58,9 +58,9 @@ struct Authenticator: Sendable {
 }
 
 /// HS256 customer tokens issued by the app's own auth server.
-enum CustomerToken {
+package enum CustomerToken {
     /// The token's `sub` when its signature, `alg` and `exp` are good; nil otherwise.
-    static func verifyHS256(_ token: String, secret: [UInt8], nowMs: Int64) -> String? {
+    package static func verifyHS256(_ token: String, secret: [UInt8], nowMs: Int64) -> String? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerBytes = Base64.decode(Array(parts[0].utf8)),
@@ -71,7 +71,7 @@ enum CustomerToken {
               let payloadBytes = Base64.decode(Array(parts[1].utf8)),
               let payload = try? JSONParser.parse(payloadBytes, depthMax: 8),
               let sub = payload["sub"]?.stringValue, CustomerID.isValid(sub),
-              let exp = payload["exp"]?.int64Value, exp * 1000 > nowMs else { return nil }
+              let exp = payload["exp"]?.int64Value, exp > nowMs / 1000 else { return nil }  // seconds: `exp * 1000` could overflow
         return sub
     }
 }

@@ -71,7 +71,13 @@ extension KakinApp {
         let tx = try verifyTransaction(transactionJWS)
         let customerId = try await store.resolveCustomer(for: tx)
         var claimedBy: String?
-        if let customerId, appsByBundle[tx.bundleId]?.catalog[tx.productId] != nil {
+        if customerId != nil, appsByBundle[tx.bundleId]?.catalog[tx.productId] == nil {
+            // A customer's purchase of a product this server doesn't know: retried (the operator may add it to
+            // the config), then dead; replaying it after the fix credits it. Stored meanwhile, so support sees it.
+            try await store.storeUnclaimedTransaction(tx, jws: transactionJWS)
+            throw KakinError(.unknownProduct, detail: "product \(tx.productId) of transaction \(tx.transactionId) is not in the catalog")
+        }
+        if let customerId {
             do {
                 _ = try await apply(tx, jws: transactionJWS, customerId: customerId, via: "notification", purchaseProcessId: nil)
                 claimedBy = customerId
@@ -81,12 +87,16 @@ extension KakinApp {
         } else {
             try await store.storeUnclaimedTransaction(tx, jws: transactionJWS)
         }
+        if n.notificationType == .consumptionRequest {
+            try await scheduleConsumptionAnswer(n, transaction: tx, customerId: claimedBy ?? customerId)
+        }
         try await store.markNotification(stored.notificationUUID, state: .applied, customerId: claimedBy ?? customerId,
                                          originalTransactionId: tx.originalTransactionId)
         metrics.increment(.notificationsApplied)
     }
 
-    /// Processes every notification due now; failures are rescheduled with backoff, never dropped.
+    /// Processes every notification due now; failures are rescheduled with backoff or, per
+    /// `NotificationRetryPolicy`, moved to `dead` (kept, counted, listed, replayable) — never dropped.
     /// Returns how many were attempted.
     @discardableResult
     public func processDueNotifications(limit: Int = 100) async -> Int {
@@ -102,20 +112,32 @@ extension KakinApp {
                 try await applyNotification(n)
             } catch {
                 metrics.increment(.notificationsFailed)
-                let delayMs = Self.retryDelayMs(afterAttempts: n.attempts + 1)
-                logger.warning("notification processing failed; will retry", [
+                let delayMs = NotificationRetryPolicy.retryDelayMs(afterAttempts: n.attempts + 1)
+                let dead = NotificationRetryPolicy.isDead(after: error.kind, attempts: n.attempts + 1, attemptsMax: settings.notificationAttemptsMax)
+                if dead { metrics.increment(.notificationsDead) }
+                logger.log(dead ? .error : .warning, dead ? "notification processing failed; dead until replayed" : "notification processing failed; will retry", [
                     "notification.uuid": .string(n.notificationUUID), "error.id": .string(error.kind.id),
                     "error.detail": .string(error.detail ?? error.message), "retry.inMs": .int(delayMs),
                 ])
-                try? await store.failNotification(n.notificationUUID, error: error.description, nextAttemptMs: retryClock.nowMs() + delayMs)
+                let about = Self.subject(of: n.jws)
+                try? await store.failNotification(n.notificationUUID, error: error.description, nextAttemptMs: retryClock.nowMs() + delayMs,
+                                                  dead: dead, originalTransactionId: about.originalTransactionId,
+                                                  appAccountToken: about.appAccountToken)
             }
         }
         return due.count
     }
 
-    /// Backoff for a notification whose processing failed: 1 s doubling to at most 10 min. Never gives up.
-    static func retryDelayMs(afterAttempts attempts: Int) -> Int64 {
-        min(600_000, 1000 << Int64(min(max(attempts - 1, 0), 20)))
+    /// The original transaction and app account token a stored notification is about (read from its payload,
+    /// verified when it was stored), so a failed one still shows on its customer's page.
+    static func subject(of jws: String) -> (originalTransactionId: String?, appAccountToken: String?) {
+        guard let payload = StoredJWS.payload(jws), let data = payload["data"] else { return (nil, nil) }
+        for key in ["signedTransactionInfo", "signedRenewalInfo"] {
+            if let nested = data[key]?.stringValue, let json = StoredJWS.payload(nested), let id = json["originalTransactionId"]?.idString {
+                return (id, json["appAccountToken"]?.stringValue?.lowercased())
+            }
+        }
+        return (nil, nil)
     }
 
     /// Processes until nothing is due (tests and commands use it to wait for the inbox to settle).

@@ -26,7 +26,9 @@ extension KakinApp {
                 let id = try field { () throws(ConfigurationError) in try body.boundedString("transactionId", lengthMax: 64)! }
                 jws = try await fetchSignedTransaction(id)
             } else {
-                throw KakinError(.receiptNotSupported)
+                let receipt = try appReceipt(body)
+                return try await postReceiptTransactions(receipt, customerId: customerId, purchaseProcessId: processId,
+                                                         requestId: request.requestId)
             }
             let transaction = try verifyTransaction(jws)
             let outcome = try await apply(transaction, jws: jws, customerId: customerId, via: "client", purchaseProcessId: processId)
@@ -49,9 +51,12 @@ extension KakinApp {
         guard let product = appsByBundle[transaction.bundleId]?.catalog[transaction.productId] else {
             throw KakinError(.unknownProduct, "Product \(transaction.productId) is not in this server's catalog.")
         }
+        let setsToken = (transaction.appAccountToken ?? "").isEmpty && setsAppAccountTokens(bundleId: transaction.bundleId)
         let outcome = try await store.applyPurchase(PurchaseApplication(
             customerId: customerId, transaction: transaction, jws: jws, product: product, via: via,
-            purchaseProcessId: purchaseProcessId, transferPolicy: settings.transferPolicy, walletPolicy: settings.wallet))
+            purchaseProcessId: purchaseProcessId, transferPolicy: settings.transferPolicy, walletPolicy: settings.wallet,
+            setsAppAccountToken: setsToken))
+        if setsToken { appStoreJobsWorker.wake() }
         switch outcome {
         case .applied: metrics.increment(.purchasesApplied)
         case .alreadyProcessed: metrics.increment(.purchasesDuplicate)

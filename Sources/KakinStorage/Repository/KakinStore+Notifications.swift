@@ -7,13 +7,18 @@ public struct InboxNotification: Sendable, Hashable {
     public var attempts: Int
 }
 
-public enum NotificationState: String, Sendable {
+/// A notification's life: `pending` (shown as *received* before its first attempt and *retrying* after a
+/// failed one) → `applied` or `ignored`; or `dead` once it failed `attemptsMax` times or can never apply as
+/// it is. A replay (support desk) puts any of them back to `pending` with a fresh attempt budget.
+public enum NotificationState: String, Sendable, CaseIterable {
     /// Stored, not yet processed (or failed and due again at `next_attempt_ms`).
     case pending
     /// Processed: its transaction and renewal info are stored and their effects applied.
     case applied
     /// Stored and acknowledged but nothing to apply (TEST, summaries, types Kakin doesn't act on).
     case ignored
+    /// Given up on: never retried again until replayed. Counted in `/metrics`, listed on `/admin/notifications`.
+    case dead
 }
 
 extension KakinStore {
@@ -63,12 +68,21 @@ extension KakinStore {
         }
     }
 
-    /// Records a failed processing attempt; the notification stays pending and is retried at `nextAttemptMs`.
-    public func failNotification(_ uuid: String, error: String, nextAttemptMs: Int64) async throws(KakinError) {
+    /// Records a failed processing attempt: the notification stays pending and is retried at `nextAttemptMs`,
+    /// or (`dead`) is given up on until someone replays it. The original transaction and app account token it
+    /// carries (read from its stored payload by the caller) link it to its customer even though it never applied.
+    public func failNotification(_ uuid: String, error: String, nextAttemptMs: Int64, dead: Bool = false,
+                                 originalTransactionId: String? = nil, appAccountToken: String? = nil) async throws(KakinError) {
         try await write { db in
             try db.execute("""
-                UPDATE notifications SET attempts = attempts + 1, last_error = ?, next_attempt_ms = ? WHERE notification_uuid = ?
-                """, [.text(String(error.prefix(500))), .integer(nextAttemptMs), .text(uuid)])
+                UPDATE notifications SET attempts = attempts + 1, last_error = ?, next_attempt_ms = ?, state = ?,
+                    original_transaction_id = COALESCE(original_transaction_id, ?),
+                    customer_id = COALESCE(customer_id, (SELECT customer_id FROM original_links WHERE original_transaction_id = ?),
+                                           (SELECT customer_id FROM customers WHERE app_account_token = ?))
+                WHERE notification_uuid = ?
+                """, [.text(String(error.prefix(500))), .integer(nextAttemptMs),
+                      .text(dead ? NotificationState.dead.rawValue : NotificationState.pending.rawValue),
+                      SQLValue(originalTransactionId), SQLValue(originalTransactionId), SQLValue(appAccountToken), .text(uuid)])
         }
     }
 

@@ -19,10 +19,13 @@ public struct PurchaseApplication: Sendable {
     public var purchaseProcessId: String?
     public var transferPolicy: TransferPolicy
     public var walletPolicy: WalletPolicy
+    /// The App Store Server API is configured for the transaction's app: linking a purchase that carries no
+    /// `appAccountToken` (made outside the app) schedules Set App Account Token with the customer's.
+    public var setsAppAccountToken: Bool
 
     public init(customerId: String, transaction: TransactionPayload, jws: String, product: Product, via: String,
                 purchaseProcessId: String? = nil, transferPolicy: TransferPolicy = .keepFirstOwner,
-                walletPolicy: WalletPolicy = WalletPolicy()) {
+                walletPolicy: WalletPolicy = WalletPolicy(), setsAppAccountToken: Bool = false) {
         self.customerId = customerId
         self.transaction = transaction
         self.jws = jws
@@ -31,6 +34,7 @@ public struct PurchaseApplication: Sendable {
         self.purchaseProcessId = purchaseProcessId
         self.transferPolicy = transferPolicy
         self.walletPolicy = walletPolicy
+        self.setsAppAccountToken = setsAppAccountToken
     }
 }
 
@@ -67,9 +71,13 @@ extension KakinStore {
 
     static func applyPurchase(_ db: SQLConnection, _ r: PurchaseApplication, nowMs: Int64, ids: any IDGenerator) throws -> PurchaseOutcome {
         let tx = r.transaction
-        _ = try ensureCustomer(db, r.customerId, newToken: ids.uuid, nowMs: nowMs)
+        let customer = try ensureCustomer(db, r.customerId, newToken: ids.uuid, nowMs: nowMs)
         try storeTransaction(db, tx, jws: r.jws, nowMs: nowMs)
         try linkOwnership(db, tx, customerId: r.customerId, policy: r.transferPolicy, nowMs: nowMs)
+        // Apple takes the token for the purchaser's own copy only (not a family member's).
+        if r.setsAppAccountToken, (tx.appAccountToken ?? "").isEmpty, tx.inAppOwnershipType != .familyShared {
+            try scheduleAppAccountToken(db, tx, customer: customer, nowMs: nowMs)
+        }
 
         if let existing = try appliedPurchase(db, tx.transactionId) {
             try reconcileRefunds(db, tx.transactionId, policy: r.walletPolicy, nowMs: nowMs, entryId: ids.id(prefix: "le_"))

@@ -5,7 +5,8 @@ import KakinCore
 /// balance it moves commit together or not at all.
 public final class KakinStore: Sendable {
     public let database: any SQLDatabase
-    let ids: any IDGenerator
+    /// Where ids and tokens come from (also the nonces of signed offers).
+    public let ids: any IDGenerator
     let clock: any Clock
 
     public init(database: any SQLDatabase, ids: any IDGenerator, clock: any Clock) {
@@ -20,13 +21,18 @@ public final class KakinStore: Sendable {
         try await storage { try await self.database.migrate(Schema.migrations) }
     }
 
-    /// Runs a database call, turning storage failures into the catalogue's `storage_unavailable`
-    /// while passing domain errors (`KakinError`) through unchanged.
+    /// Runs a database call, turning storage failures into the catalogue's `storage_unavailable` (a full
+    /// disk: `storage_full`, a full queue: `service_unavailable`; both 503 with `Retry-After`) while
+    /// passing domain errors (`KakinError`) through unchanged.
     func storage<T>(_ body: () async throws -> T) async throws(KakinError) -> T {
         do {
             return try await body()
         } catch let error as KakinError {
             throw error
+        } catch let error as SQLError where error.kind == .full {
+            throw KakinError(.storageFull, detail: String(describing: error))
+        } catch let error as SQLError where error.kind == .overloaded {
+            throw KakinError(.serviceUnavailable, "The database is overloaded; retry shortly.", detail: String(describing: error))
         } catch {
             throw KakinError(.storageUnavailable, detail: String(describing: error))
         }

@@ -127,10 +127,48 @@ enum Schema {
                 updated_ms INTEGER NOT NULL
             );
             """),
+        // The support desk: admin sign-in sessions (shared by every Kakin process), the recent errors that
+        // support looks up by request ID, and indexes for the searches and the notification inbox's lists.
+        SQLMigration(version: 3, name: "support desk", sql: """
+            CREATE TABLE admin_sessions (
+                token_sha256 TEXT PRIMARY KEY,
+                csrf_token TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                created_at_ms BIGINT NOT NULL,
+                expires_at_ms BIGINT NOT NULL
+            );
+            CREATE INDEX admin_sessions_by_expiry ON admin_sessions(expires_at_ms);
+            CREATE TABLE recent_errors (
+                error_key TEXT PRIMARY KEY,
+                request_id TEXT NOT NULL,
+                at_ms BIGINT NOT NULL,
+                error_id TEXT NOT NULL,
+                code TEXT NOT NULL,
+                http_status BIGINT NOT NULL,
+                message TEXT NOT NULL,
+                method TEXT NOT NULL,
+                path TEXT NOT NULL,
+                customer_id TEXT,
+                purchase_process_id TEXT,
+                transaction_id TEXT,
+                detail TEXT
+            );
+            CREATE INDEX recent_errors_by_request ON recent_errors(request_id);
+            CREATE INDEX recent_errors_by_time ON recent_errors(at_ms);
+            CREATE INDEX recent_errors_by_error_id ON recent_errors(error_id, at_ms);
+            CREATE INDEX recent_errors_by_customer ON recent_errors(customer_id, at_ms) WHERE customer_id IS NOT NULL;
+            CREATE INDEX recent_errors_by_process ON recent_errors(purchase_process_id) WHERE purchase_process_id IS NOT NULL;
+            CREATE INDEX recent_errors_by_transaction ON recent_errors(transaction_id) WHERE transaction_id IS NOT NULL;
+            CREATE INDEX applied_by_process ON applied_transactions(purchase_process_id) WHERE purchase_process_id IS NOT NULL;
+            CREATE INDEX notifications_by_state_received ON notifications(state, received_at_ms);
+            CREATE INDEX notifications_by_original ON notifications(original_transaction_id) WHERE original_transaction_id IS NOT NULL;
+            """),
         SQLMigration(version: 4, name: "status inputs, links by customer", sql: """
             ALTER TABLE transactions ADD COLUMN status_input BIGINT NOT NULL DEFAULT 1;
             CREATE INDEX transactions_status_inputs ON transactions(customer_id) WHERE status_input = 1;
             CREATE INDEX original_links_by_customer ON original_links(customer_id);
             """),
+        consumptionRequestsMigration,
+        appAccountTokenRequestsMigration,
     ]
 }

@@ -4,7 +4,7 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
     /// Engine-independent category; switch on this rather than on `code`.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String {
-            case database, constraintViolation, busy, overloaded, closed, misuse, migration, resultTooLarge
+            case database, constraintViolation, busy, overloaded, closed, misuse, migration, resultTooLarge, full
         }
         private let code: Code
 
@@ -24,6 +24,9 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         public static let migration = Kind(code: .migration)
         /// A query returned more rows than `queryRowsMax`.
         public static let resultTooLarge = Kind(code: .resultTooLarge)
+        /// The disk (or the database's size limit) is full; the write was not applied. Retry once
+        /// space is freed: nothing needs restarting.
+        public static let full = Kind(code: .full)
 
         public var description: String { code.rawValue }
     }

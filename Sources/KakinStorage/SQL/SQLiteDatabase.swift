@@ -90,7 +90,13 @@ public final class SQLiteDatabase: SQLDatabase {
             commits == 0 ? 0 : Double(bodiesInCommittedBatches) / Double(commits)
         }
 
-        var bodiesInCommittedBatches = 0
+        /// Bodies in all committed transactions (the sum behind `batchSizeMean`).
+        public var bodiesInCommittedBatches = 0
+
+        /// Upper bounds of the batch-size histogram's buckets (the last one also takes anything larger).
+        public static let batchSizeBucketBounds = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+        /// Committed transactions per batch-size bucket (not cumulative): how much group commit happens.
+        public var committedBatchSizeCounts = [Int](repeating: 0, count: batchSizeBucketBounds.count)
     }
 
     /// Reads one reader thread runs in one read transaction at most.
@@ -264,6 +270,8 @@ final class SQLiteStatisticsRecorder: Sendable {
                 statistics.commits += 1
                 statistics.bodiesInCommittedBatches += size
                 statistics.batchSizeLargest = max(statistics.batchSizeLargest, size)
+                let bounds = SQLiteDatabase.Statistics.batchSizeBucketBounds
+                statistics.committedBatchSizeCounts[bounds.firstIndex { size <= $0 } ?? bounds.count - 1] += 1
             }
         }
     }

@@ -320,6 +320,7 @@ final class SQLiteHandle {
         let kind: SQLError.Kind = switch primary {
         case SQLITE_CONSTRAINT: .constraintViolation
         case SQLITE_BUSY, SQLITE_LOCKED: .busy
+        case SQLITE_FULL: .full
         default: .database
         }
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))

@@ -87,8 +87,9 @@ final class SQLiteWriter {
                 // Some errors (disk full, I/O) make SQLite roll back the whole transaction: the
                 // earlier bodies' work is gone too, so none of them may be acknowledged.
                 guard handle.isInTransaction else {
+                    let cause = outcome.bodyError as? SQLError
                     throw SQLError(
-                        kind: .database,
+                        kind: cause?.kind == .full ? .full : .database,
                         message: "the batch transaction was rolled back by SQLite after an error; this write was not applied"
                             + (outcome.bodyError.map { " (cause: \($0))" } ?? ""))
                 }

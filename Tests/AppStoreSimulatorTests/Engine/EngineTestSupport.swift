@@ -100,8 +100,21 @@ extension SimulatorState {
         store.transactions.values.filter { $0.originalTransactionId == otid }.sorted { $0.transactionId < $1.transactionId }.map { decodeJWS($0.jws) }
     }
 
-    mutating func buy(_ productId: String, token: String? = tokenA, offer: OfferChoice? = nil, family: Bool = false, quantity: Int = 1) throws(KakinError) -> ActionOutcome {
-        try purchase(PurchaseRequest(productId: productId, appAccountToken: token, quantity: quantity, offer: offer, familyShared: family))
+    /// Buys as StoreKit would; a promotional offer comes with a fresh valid signature unless one is given.
+    mutating func buy(_ productId: String, token: String? = tokenA, offer: OfferChoice? = nil, family: Bool = false, quantity: Int = 1,
+                      signature: OfferSignatureClaims? = nil) throws(KakinError) -> ActionOutcome {
+        var request = PurchaseRequest(productId: productId, appAccountToken: token, quantity: quantity, offer: offer, familyShared: family)
+        if case .promotional(let id)? = offer { request.offerSignature = signature ?? signed(productId, id, token: token) }
+        return try purchase(request)
+    }
+
+    /// A legacy promotional offer signature as the runtime hands it to the engine once its cryptography
+    /// checked out: signed now, with a nonce this state has not used.
+    func signed(_ productId: String, _ offerId: String, token: String? = tokenA, atMs: Int64? = nil, nonce: String? = nil) -> OfferSignatureClaims {
+        let n = String(store.transactions.count * 1_000 + (store.offerNonces?.count ?? 0))
+        return OfferSignatureClaims(format: .legacy, keyId: "KEY", productId: productId, offerId: offerId,
+                                    nonce: nonce ?? "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - n.count) + n,
+                                    timestampMs: atMs ?? nowMs, appAccountToken: token ?? "", transactionId: nil)
     }
 
     mutating func advance(by ms: Int64) -> [String] { advance(toMs: nowMs + ms) }

@@ -53,7 +53,8 @@ struct AppleLibraryInterop {
         _ = await post("/simulator/v1/subscriptions/\(failing.json["originalTransactionId"]!.stringValue!)/actions", ["action": "failBilling"])
         _ = await post("/simulator/v1/purchases", ["productId": "Q"])
         _ = await post("/simulator/v1/clock", ["advanceSeconds": .int(3 * 365 * 86_400)])
-        _ = await post("/simulator/v1/purchases", ["productId": "P", "appAccountToken": .string(tokenA), "offer": ["type": "promotional", "id": "1y"]])
+        _ = await post("/simulator/v1/purchases", ["productId": "P", "appAccountToken": .string(tokenA),
+                                                   "offer": ["type": "promotional", "id": "1y", "signature": try OfferSigning.legacy(sim, "P", "1y", token: tokenA)]])
         return (sim, sink)
     }
 

@@ -17,7 +17,8 @@ final class SimulatedKakin: Sendable {
 
     static let start2026 = Timestamp.parseRFC3339("2026-01-01T00:00:00Z")!
 
-    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil,
+    static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
+                      consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -25,7 +26,9 @@ final class SimulatedKakin: Sendable {
         config.port = 0
         config.database = .sqlite(path: dir.appendingPathComponent("kakin.db").path)
         config.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
-                                         catalog: catalog)]
+                                         catalog: catalog, offerRules: Dictionary(offerRules.map { ($0.offerId, $0) }, uniquingKeysWith: { $1 }))]
+        config.apps[0].consumptionInformation = consumption
+        config.auth = auth
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
         let local = try LocalMode(configuration: config, simulatorConfiguration: simConfig, simulatorStartMs: start2026,
@@ -37,10 +40,12 @@ final class SimulatedKakin: Sendable {
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
     }
 
-    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil,
+    static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
+                     consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
-        try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, deliveries: deliveries),
+        try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, offerRules: offerRules,
+                                        consumption: consumption, auth: auth, deliveries: deliveries),
                         stop: { await $0.stop() }, body)
     }
 
@@ -61,25 +66,33 @@ final class SimulatedKakin: Sendable {
         var description: String { "simulator answered \(status): \(body)" }
     }
 
-    /// Calls the simulator's control API in-process and lets Kakin apply what it was sent.
+    /// Calls the simulator's control API in-process; it answers once Kakin has applied what it was sent
+    /// (local mode's read-your-writes). The path may end in a query (`?name=value&…`, not percent-encoded).
     @discardableResult
-    func sim(_ method: String, _ path: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+    func sim(_ method: String, _ pathAndQuery: String, _ body: JSONValue? = nil) async throws -> JSONValue {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json")
-        let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: [], headers: headers,
+        let parts = pathAndQuery.split(separator: "?", maxSplits: 1).map(String.init)
+        let path = parts[0]
+        let query = parts.count > 1 ? parts[1].split(separator: "&").map { item -> (name: String, value: String) in
+            let pair = item.split(separator: "=", maxSplits: 1).map(String.init)
+            return (pair[0], pair.count > 1 ? pair[1] : "")
+        } : []
+        let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: query, headers: headers,
                                   body: body?.serialized() ?? [], requestId: "test", remoteAddress: nil)
         let response = await simulator.handle(request)
         guard (200..<300).contains(response.status) else {
             throw SimulatorRefused(status: response.status, body: String(decoding: response.body, as: UTF8.self))
         }
-        await app.drainNotifications()
         return (try? JSONParser.parse(response.body)) ?? .null
     }
 
     /// Kakin's own HTTP route, called in-process.
-    func kakin(_ method: String, _ path: String, _ body: JSONValue? = nil) async -> (status: Int, json: JSONValue) {
+    func kakin(_ method: String, _ path: String, _ body: JSONValue? = nil,
+               headers extra: [(String, String)] = []) async -> (status: Int, json: JSONValue) {
         var headers = HTTPHeaders()
         if body != nil { headers.add("Content-Type", "application/json") }
+        for (name, value) in extra { headers.add(name, value) }
         let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: [], headers: headers,
                                   body: body?.serialized() ?? [], requestId: "test", remoteAddress: nil)
         let response = await app.handle(request)

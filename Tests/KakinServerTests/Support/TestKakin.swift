@@ -80,12 +80,18 @@ final class TestKakin: Sendable {
         Product(productId: "premium.lite", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1), level: 3),
     ])
 
+    /// - Parameters:
+    ///   - directory, clock, appStore: reuse another run's database, clock and signing CA (a restart).
+    ///   - configure, configureRuntime: last changes to the configuration, and to the runtime's options (retry clock, attempts…).
     static func start(wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
-                      bodyBytesMax: Int = 1 << 20, auth: Configuration.Auth? = nil, clock serverClock: (any Clock)? = nil) async throws -> TestKakin {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-test-\(UUID().uuidString)")
+                      bodyBytesMax: Int = 1 << 20, auth: Configuration.Auth? = nil, clock serverClock: (any Clock)? = nil,
+                      catalog: Catalog = TestKakin.catalog, directory: URL? = nil, manualClock: ManualClock? = nil,
+                      appStore reusedStore: TestAppStore? = nil, configure: (inout Configuration) -> Void = { _ in },
+                      configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in }) async throws -> TestKakin {
+        let dir = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("kakin-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let clock = ManualClock()
-        let appStore = try TestAppStore(nowMs: clock.nowMs())
+        let clock = manualClock ?? ManualClock()
+        let appStore = try reusedStore ?? TestAppStore(nowMs: clock.nowMs())
         var config = Configuration()
         config.port = 0
         config.database = .sqlite(path: dir.appendingPathComponent("kakin.db").path)
@@ -94,8 +100,10 @@ final class TestKakin: Sendable {
         config.wallet = wallet
         config.transferPolicy = transferPolicy
         config.auth = auth
+        configure(&config)
         var options = KakinRuntime.Options(configuration: config, clock: serverClock ?? clock, logger: Logger(minimum: .error))
         options.http.bodyBytesMax = bodyBytesMax
+        configureRuntime(&options)
         let runtime = try await KakinRuntime.start(options)
         return TestKakin(runtime: runtime, directory: dir, clock: clock, appStore: appStore)
     }
@@ -108,9 +116,9 @@ final class TestKakin: Sendable {
         self.baseURL = "http://127.0.0.1:\(runtime.port)"
     }
 
-    func stop() async {
+    func stop(keepingFiles: Bool = false) async {
         await runtime.shutdown(gracePeriodSeconds: 5)
-        try? FileManager.default.removeItem(at: directory)
+        if !keepingFiles { try? FileManager.default.removeItem(at: directory) }
     }
 
     /// Runs `body` against a fresh server and always stops it.

@@ -1,0 +1,99 @@
+import KakinCore
+
+/// What one search box string may be. The shape decides which lookups run; a string that fits several
+/// (digits are both a transaction ID and maybe a customer ID) runs all of them and every hit is shown.
+public enum SearchTarget: Sendable, Hashable {
+    /// `KKN-1234`, optionally with the request ID the app showed beside it.
+    case errorId(String, requestId: String?)
+    /// `req_…` from an error body or `X-Request-Id`.
+    case requestId(String)
+    case appAccountToken(String)
+    case notificationUUID(String)
+    /// Decimal App Store IDs: transaction or original transaction.
+    case transactionId(String)
+    /// Apple's order ID from the customer's receipt e-mail (e.g. `MK5TTTVWJH`).
+    case orderId(String)
+    case customerId(String)
+    /// The app's `X-Purchase-Process-Id`.
+    case purchaseProcessId(String)
+}
+
+public enum SearchQuery {
+    public static let lengthMax = 256
+
+    /// The lookups a query asks for, most specific first. Empty for an empty or oversized query.
+    public static func targets(_ raw: String) -> [SearchTarget] {
+        // Forms may send a space as `+`; no ID this box looks up contains one.
+        let words = raw.split(whereSeparator: { $0 == " " || $0 == "+" || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "," })
+            .map(String.init)
+        guard let first = words.first, raw.utf8.count <= lengthMax else { return [] }
+        if isErrorId(first) {
+            let request = words.dropFirst().first { $0.hasPrefix("req_") }
+            return [.errorId(first.uppercased(), requestId: request)]
+        }
+        let q = words.count == 1 ? first : words.joined(separator: " ")
+        if q.hasPrefix("req_"), words.count == 1 { return [.requestId(q)] }
+        var out: [SearchTarget] = []
+        if isUUID(q) {
+            out += [.appAccountToken(q.lowercased()), .notificationUUID(q.lowercased())]
+        } else if isDigits(q) {
+            out.append(.transactionId(q))
+        } else if isOrderIdShaped(q) {
+            out.append(.orderId(q.uppercased()))
+        }
+        if CustomerID.isValid(q) { out.append(.customerId(q)) }
+        if q.utf8.count <= 128 { out.append(.purchaseProcessId(q)) }
+        return out
+    }
+
+    static func isErrorId(_ s: String) -> Bool {
+        let u = Array(s.uppercased().utf8)
+        return u.count == 8 && u.starts(with: Array("KKN-".utf8)) && u[4...].allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    static func isDigits(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 24 && s.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
+
+    static func isUUID(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if [8, 13, 18, 23].contains(i) {
+                if c != UInt8(ascii: "-") { return false }
+            } else if Hex.value(c) == nil {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Apple's order IDs are 10–12 capital letters and digits with at least one letter (case-insensitive here,
+    /// since people retype them).
+    static func isOrderIdShaped(_ s: String) -> Bool {
+        let u = Array(s.uppercased().utf8)
+        guard (10...12).contains(u.count) else { return false }
+        let alnum = u.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }
+        return alnum && u.contains { $0 >= 0x41 && $0 <= 0x5A }
+    }
+}
+
+enum Hex {
+    static func value(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,331 @@
+import KakinCore
+
+/// A stored transaction (the newest signed copy) with how and when Kakin applied it, for the support desk.
+public struct StoredTransaction: Sendable, Hashable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var bundleId: String
+    public var productId: String
+    /// Apple's `type` (`Consumable`, `Auto-Renewable Subscription`, …).
+    public var productType: String
+    public var environment: String
+    public var purchaseDateMs: Int64
+    public var expiresDateMs: Int64?
+    public var revocationDateMs: Int64?
+    public var signedDateMs: Int64
+    public var appAccountToken: String?
+    public var jws: String
+    /// The customer its purchase chain is linked to (nil: nobody has claimed it yet).
+    public var customerId: String?
+    public var firstSeenMs: Int64
+    /// Set once it was applied (the 201): when, by which path (`client`, `notification`, `restore`), and the
+    /// app's purchase-process ID if it sent one.
+    public var appliedAtMs: Int64?
+    public var appliedVia: String?
+    public var purchaseProcessId: String?
+}
+
+/// One line of a customer's timeline, from any of the sources that record what happened to them.
+public struct TimelineItem: Sendable, Hashable {
+    /// Within one millisecond, items sort by source (higher first), then by key.
+    public enum Source: Int, Sendable, Hashable, CaseIterable {
+        case transaction = 0, notification, ledger, event, error
+
+        public var name: String {
+            switch self {
+            case .transaction: return "transaction"
+            case .notification: return "notification"
+            case .ledger: return "ledger"
+            case .event: return "event"
+            case .error: return "error"
+            }
+        }
+    }
+
+    public enum Key: Sendable, Hashable, Comparable {
+        case seq(Int64)
+        case text(String)
+
+        public static func < (a: Key, b: Key) -> Bool {
+            switch (a, b) {
+            case (.seq(let x), .seq(let y)): return x < y
+            case (.text(let x), .text(let y)): return x < y
+            case (.seq, .text): return true
+            case (.text, .seq): return false
+            }
+        }
+
+        var string: String {
+            switch self {
+            case .seq(let n): return "s\(n)"
+            case .text(let s): return "t\(s)"
+            }
+        }
+
+        init?(_ s: Substring) {
+            if s.hasPrefix("s"), let n = Int64(s.dropFirst()) {
+                self = .seq(n)
+            } else if s.hasPrefix("t") {
+                self = .text(String(s.dropFirst()))
+            } else {
+                return nil
+            }
+        }
+    }
+
+    public var atMs: Int64
+    public var source: Source
+    public var key: Key
+    /// e.g. `purchase.applied`, `spend`, `DID_RENEW`, `KKN-3004`.
+    public var kind: String
+    public var reference: String?
+    public var detail: JSONValue
+
+    public var json: JSONValue {
+        ["at": .string(Timestamp.rfc3339(atMs)), "source": .string(source.name), "kind": .string(kind),
+         "reference": .string(reference), "detail": detail]
+    }
+
+    /// The listing is newest first: (at, source, key) descending.
+    func isAfter(_ c: TimelineCursor) -> Bool {
+        if atMs != c.atMs { return atMs < c.atMs }
+        if source != c.source { return source.rawValue < c.source.rawValue }
+        return key < c.key
+    }
+}
+
+/// Where a timeline page continues (opaque to callers).
+public struct TimelineCursor: Sendable, Hashable {
+    public var atMs: Int64
+    public var source: TimelineItem.Source
+    public var key: TimelineItem.Key
+
+    public var token: String { Base64.urlEncode(Array("t:\(atMs):\(source.rawValue):\(key.string)".utf8)) }
+
+    init(_ item: TimelineItem) {
+        atMs = item.atMs
+        source = item.source
+        key = item.key
+    }
+
+    public init?(token: String) {
+        guard let bytes = Base64.decode(token), let text = String(validating: bytes, as: UTF8.self), text.hasPrefix("t:") else { return nil }
+        let parts = text.dropFirst(2).split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let at = Int64(parts[0]), let s = Int(parts[1]), let source = TimelineItem.Source(rawValue: s),
+              let key = TimelineItem.Key(parts[2]) else { return nil }
+        atMs = at
+        self.source = source
+        self.key = key
+    }
+}
+
+public struct TimelinePage: Sendable {
+    public var items: [TimelineItem]
+    public var nextCursor: TimelineCursor?
+}
+
+extension KakinStore {
+    static let storedTransactionSelect = """
+        SELECT t.transaction_id AS transaction_id, t.original_transaction_id AS original_transaction_id, t.bundle_id AS bundle_id,
+               t.product_id AS product_id, t.product_type AS product_type, t.environment AS environment,
+               t.purchase_date_ms AS purchase_date_ms, t.expires_date_ms AS expires_date_ms, t.revocation_date_ms AS revocation_date_ms,
+               t.signed_date_ms AS signed_date_ms, t.app_account_token AS app_account_token, t.jws AS jws, t.customer_id AS customer_id,
+               t.first_seen_ms AS first_seen_ms, a.applied_at_ms AS applied_at_ms, a.via AS via, a.purchase_process_id AS purchase_process_id
+        FROM transactions t LEFT JOIN applied_transactions a ON a.transaction_id = t.transaction_id
+        """
+
+    static func storedTransaction(_ r: SQLRow) -> StoredTransaction {
+        StoredTransaction(
+            transactionId: r.string("transaction_id") ?? "", originalTransactionId: r.string("original_transaction_id") ?? "",
+            bundleId: r.string("bundle_id") ?? "", productId: r.string("product_id") ?? "", productType: r.string("product_type") ?? "",
+            environment: r.string("environment") ?? "", purchaseDateMs: r.int("purchase_date_ms") ?? 0,
+            expiresDateMs: r.int("expires_date_ms"), revocationDateMs: r.int("revocation_date_ms"),
+            signedDateMs: r.int("signed_date_ms") ?? 0, appAccountToken: r.string("app_account_token"), jws: r.string("jws") ?? "",
+            customerId: r.string("customer_id"), firstSeenMs: r.int("first_seen_ms") ?? 0, appliedAtMs: r.int("applied_at_ms"),
+            appliedVia: r.string("via"), purchaseProcessId: r.string("purchase_process_id"))
+    }
+
+    /// Transactions whose `transactionId` or `originalTransactionId` is `id` (a whole subscription chain for an
+    /// original id), newest purchase first.
+    public func transactions(matching id: String, limit: Int) async throws(KakinError) -> [StoredTransaction] {
+        try await read { db in
+            try db.query("""
+                \(Self.storedTransactionSelect) WHERE t.transaction_id = ? OR t.original_transaction_id = ?
+                ORDER BY t.purchase_date_ms DESC, t.transaction_id DESC LIMIT ?
+                """, [.text(id), .text(id), .integer(Int64(limit))]).map(Self.storedTransaction)
+        }
+    }
+
+    /// Every stored transaction of a customer, newest purchase first.
+    public func transactions(customerId: String, limit: Int) async throws(KakinError) -> [StoredTransaction] {
+        try await read { db in
+            try db.query("""
+                \(Self.storedTransactionSelect) WHERE t.customer_id = ? ORDER BY t.purchase_date_ms DESC, t.transaction_id DESC LIMIT ?
+                """, [.text(customerId), .integer(Int64(limit))]).map(Self.storedTransaction)
+        }
+    }
+
+    /// Transactions the app applied under one `X-Purchase-Process-Id`.
+    public func transactions(purchaseProcessId: String, limit: Int) async throws(KakinError) -> [StoredTransaction] {
+        try await read { db in
+            try db.query("""
+                \(Self.storedTransactionSelect) WHERE a.purchase_process_id = ? ORDER BY t.purchase_date_ms DESC LIMIT ?
+                """, [.text(purchaseProcessId), .integer(Int64(limit))]).map(Self.storedTransaction)
+        }
+    }
+
+    public func customer(appAccountToken token: String) async throws(KakinError) -> Customer? {
+        try await read { db in
+            guard let id = try Self.customerOwningToken(db, token.lowercased()) else { return nil }
+            return try Self.loadCustomer(db, id)
+        }
+    }
+
+    /// The newest signed renewal info of a subscription.
+    public func renewalInfoJWS(originalTransactionId: String) async throws(KakinError) -> String? {
+        try await read { db in
+            try db.queryOne("SELECT jws FROM renewal_infos WHERE original_transaction_id = ?", [.text(originalTransactionId)])?.string("jws")
+        }
+    }
+
+    /// Records something done to a customer from the support desk (who, what), in their timeline.
+    public func recordSupportAction(customerId: String, kind: String, reference: String?, detail: JSONValue) async throws(KakinError) {
+        let now = clock.nowMs()
+        try await write { db in try Self.recordEvent(db, customerId: customerId, atMs: now, kind: kind, reference: reference, detail: detail) }
+    }
+
+    /// Free coins from support: the same idempotent grant as `POST …/wallet/grants` (a repeated form with the
+    /// same key grants once), plus an `admin.grant` event naming who granted, in the same transaction.
+    /// - Returns: the stored grant answer (`{grantId, amount, reason, wallet}`), replayed or new.
+    public func supportGrant(customerId: String, idempotencyKey: String, amount: Int64, reason: String,
+                             actor: String) async throws(KakinError) -> IdempotentAnswer {
+        let now = clock.nowMs()
+        let entryId = ids.id(prefix: "le_")
+        let request = JSONValue.object(["amount": .int(amount), "reason": .string(reason)]).jsonString
+        return try await write { db in
+            if let stored = try Self.storedAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request) {
+                return stored
+            }
+            guard try Self.loadCustomer(db, customerId) != nil else { throw KakinError(.customerNotFound) }
+            let after = try Self.moveCoins(db, LedgerMovement(
+                entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
+                reference: idempotencyKey, effectKey: nil, item: reason))
+            try Self.recordEvent(db, customerId: customerId, atMs: now, kind: "admin.grant", reference: entryId,
+                                 detail: ["by": .string(actor), "amount": .int(amount), "reason": .string(reason)])
+            let body: JSONValue = ["grantId": .string(entryId), "amount": .int(amount), "reason": .string(reason), "wallet": after.json]
+            return try Self.storeAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request,
+                                        answer: (201, body.serialized()), nowMs: now)
+        }
+    }
+
+    /// One page of a customer's timeline, newest first: transactions as first seen, notifications as received,
+    /// ledger entries, events (purchases applied, refunds, transfers, support actions) and errors answered.
+    public func timeline(customerId: String, limit: Int, after cursor: TimelineCursor?) async throws(KakinError) -> TimelinePage {
+        try await read { db in
+            var items: [TimelineItem] = []
+            for source in TimelineItem.Source.allCases {
+                items += try Self.timelineItems(db, source, customerId: customerId, limit: limit + 1, after: cursor)
+            }
+            items.sort { $1.isAfter(TimelineCursor($0)) }
+            let page = Array(items.prefix(limit))
+            return TimelinePage(items: page, nextCursor: items.count > limit ? page.last.map(TimelineCursor.init) : nil)
+        }
+    }
+
+    /// Up to `limit` items of one source after the cursor, newest first.
+    static func timelineItems(_ db: SQLConnection, _ source: TimelineItem.Source, customerId: String, limit: Int,
+                              after cursor: TimelineCursor?) throws -> [TimelineItem] {
+        // Transactions' signed payloads stay out of the timeline (the pages show them per transaction); a
+        // notification's is read for the subscription status it reports.
+        let (table, columns, atColumn, keyColumn): (String, String, String, String)
+        switch source {
+        case .transaction:
+            (table, atColumn, keyColumn) = ("transactions", "first_seen_ms", "transaction_id")
+            columns = """
+                transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment, purchase_date_ms,
+                expires_date_ms, revocation_date_ms, signed_date_ms, app_account_token, first_seen_ms
+                """
+        case .notification:
+            (table, atColumn, keyColumn) = ("notifications", "received_at_ms", "notification_uuid")
+            columns = Self.notificationColumns
+        case .ledger:
+            (table, columns, atColumn, keyColumn) = ("ledger_entries", "*", "at_ms", "seq")
+        case .event:
+            (table, columns, atColumn, keyColumn) = ("events", "*", "at_ms", "seq")
+        case .error:
+            (table, columns, atColumn, keyColumn) = ("recent_errors", Self.recentErrorColumns, "at_ms", "error_key")
+        }
+        var condition = ""
+        var params: [SQLValue] = [.text(customerId)]
+        if let cursor {
+            if source.rawValue < cursor.source.rawValue {
+                condition = " AND \(atColumn) <= ?"
+                params.append(.integer(cursor.atMs))
+            } else if source.rawValue > cursor.source.rawValue {
+                condition = " AND \(atColumn) < ?"
+                params.append(.integer(cursor.atMs))
+            } else {
+                condition = " AND (\(atColumn) < ? OR (\(atColumn) = ? AND \(keyColumn) < ?))"
+                let key: SQLValue
+                switch cursor.key {
+                case .seq(let n): key = .integer(n)
+                case .text(let s): key = .text(s)
+                }
+                params += [.integer(cursor.atMs), .integer(cursor.atMs), key]
+            }
+        }
+        params.append(.integer(Int64(limit)))
+        let rows = try db.query("""
+            SELECT \(columns) FROM \(table) WHERE customer_id = ?\(condition) ORDER BY \(atColumn) DESC, \(keyColumn) DESC LIMIT ?
+            """, params)
+        return rows.map { r in
+            let at = r.int(atColumn) ?? 0
+            switch source {
+            case .transaction:
+                let tx = StoredTransaction(
+                    transactionId: r.string("transaction_id") ?? "", originalTransactionId: r.string("original_transaction_id") ?? "",
+                    bundleId: r.string("bundle_id") ?? "", productId: r.string("product_id") ?? "",
+                    productType: r.string("product_type") ?? "", environment: r.string("environment") ?? "",
+                    purchaseDateMs: r.int("purchase_date_ms") ?? 0, expiresDateMs: r.int("expires_date_ms"),
+                    revocationDateMs: r.int("revocation_date_ms"), signedDateMs: r.int("signed_date_ms") ?? 0,
+                    appAccountToken: r.string("app_account_token"), jws: "", customerId: customerId, firstSeenMs: at)
+                return TimelineItem(atMs: at, source: source, key: .text(tx.transactionId), kind: "transaction.seen",
+                                    reference: tx.transactionId, detail: [
+                                        "productId": .string(tx.productId), "type": .string(tx.productType),
+                                        "originalTransactionId": .string(tx.originalTransactionId),
+                                        "purchaseDate": .string(Timestamp.rfc3339(tx.purchaseDateMs)),
+                                        "expiresDate": Timestamp.rfc3339(tx.expiresDateMs),
+                                        "revocationDate": Timestamp.rfc3339(tx.revocationDateMs),
+                                        "environment": .string(tx.environment)])
+            case .notification:
+                let n = Self.storedNotification(r)
+                // Apple's subscription status as of the notification (1 active … 5 revoked): the status changes.
+                let status = StoredJWS.payload(n.jws)?["data"]?["status"]?.int64Value
+                return TimelineItem(atMs: at, source: source, key: .text(n.notificationUUID),
+                                    kind: n.notificationType + (n.subtype.map { "/\($0)" } ?? ""), reference: n.notificationUUID,
+                                    detail: ["state": .string(n.state.rawValue), "attempts": .int(Int64(n.attempts)),
+                                             "signedDate": .string(Timestamp.rfc3339(n.signedDateMs)), "appStoreStatus": .int(status),
+                                             "originalTransactionId": .string(n.originalTransactionId), "lastError": .string(n.lastError)])
+            case .ledger:
+                var detail: [String: JSONValue] = [
+                    "entryId": .string(r.string("entry_id")), "paid": .int(r.int("paid_delta") ?? 0), "free": .int(r.int("free_delta") ?? 0),
+                    "balanceAfter": WalletBalance(paid: r.int("paid_after") ?? 0, free: r.int("free_after") ?? 0).json]
+                if let item = r.string("item") { detail["item"] = .string(item) }
+                if let recipient = r.string("recipient") { detail["recipient"] = .string(recipient) }
+                return TimelineItem(atMs: at, source: source, key: .seq(r.int("seq") ?? 0), kind: r.string("kind") ?? "",
+                                    reference: r.string("reference"), detail: .object(detail))
+            case .event:
+                let detail = (try? JSONParser.parse(r.string("detail") ?? "null")) ?? .null
+                return TimelineItem(atMs: at, source: source, key: .seq(r.int("seq") ?? 0), kind: r.string("kind") ?? "",
+                                    reference: r.string("reference"), detail: detail)
+            case .error:
+                let e = Self.recentError(r)
+                return TimelineItem(atMs: at, source: source, key: .text(e.errorKey), kind: e.errorId, reference: e.requestId,
+                                    detail: ["code": .string(e.code), "httpStatus": .int(Int64(e.httpStatus)), "message": .string(e.message),
+                                             "method": .string(e.method), "path": .string(e.path),
+                                             "purchaseProcessId": .string(e.purchaseProcessId), "transactionId": .string(e.transactionId)])
+            }
+        }
+    }
+}
+
