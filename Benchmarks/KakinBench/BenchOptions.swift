@@ -4,10 +4,10 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|grants|reads|notifications|all|postgres|crash-test] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|grants|reads|history|notifications|all|postgres|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
-        usage: kakin-bench [verify|grants|reads|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+        usage: kakin-bench [verify|grants|reads|history|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench postgres --postgres URL [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--postgres URL [--processes P]] [--kakin PATH]
 
@@ -31,7 +31,7 @@ struct BenchOptions {
         """
 
     enum Command: String {
-        case verify, grants, reads, notifications, all, postgres
+        case verify, grants, reads, history, notifications, all, postgres
         case crashTest = "crash-test"
     }
 

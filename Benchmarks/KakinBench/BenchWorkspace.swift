@@ -27,18 +27,18 @@ final class BenchWorkspace: Sendable {
     func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
 
     /// Writes `NAME.json`: loopback, an ephemeral port, `sqlite:NAME.db` here, the CA's root as the only
-    /// trusted root, one Sandbox app selling the coin packs, no auth (loopback only).
-    func writeConfig(_ name: String) throws -> (config: URL, database: URL) {
-        (try writeConfig(name, database: "sqlite:\(name).db"), file("\(name).db"))
+    /// trusted root, one Sandbox app selling `products` (the coin packs), no auth (loopback only).
+    func writeConfig(_ name: String, products: JSONValue = BenchAppStore.productsJSON) throws -> (config: URL, database: URL) {
+        (try writeConfig(name, database: "sqlite:\(name).db", products: products), file("\(name).db"))
     }
 
     /// The same config with any `database` (a PostgreSQL URL from `postgresSchema`).
-    func writeConfig(_ name: String, database: String) throws -> URL {
+    func writeConfig(_ name: String, database: String, products: JSONValue = BenchAppStore.productsJSON) throws -> URL {
         let config: JSONValue = [
             "listen": ["host": "127.0.0.1", "port": 0],
             "database": .string(database),
             "trustedRoots": [.string(rootCertificate.lastPathComponent)],
-            "apps": [["bundleId": .string(BenchAppStore.bundleId), "environments": ["Sandbox"], "products": BenchAppStore.productsJSON]],
+            "apps": [["bundleId": .string(BenchAppStore.bundleId), "environments": ["Sandbox"], "products": products]],
         ]
         let url = file("\(name).json")
         try Data(config.serialized(pretty: true)).write(to: url)

@@ -54,7 +54,7 @@ enum NotificationsBenchmark {
         }
         result.figures.append(Figure(
             name: "notifications ingested over HTTP (\(options.connections) connections)", value: median(perSecond),
-            baselineName: "durable single-row commits (SQLite, same disk)", baselineValue: median(baseline), goal: nil,
+            baselineName: "durable single-row commits (SQLite, same disk)", baselineValue: median(baseline), goal: 2,
             details: [
                 String(format: "latency p50 %.2f ms, p99 %.2f ms", median(runs.map(\.latencyP50Ms)), median(runs.map(\.latencyP99Ms))),
                 "notifications: \(BenchResult.rates(perSecond)); single-row commits: \(BenchResult.rates(baseline))",

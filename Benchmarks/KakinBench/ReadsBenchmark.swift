@@ -48,8 +48,8 @@ enum ReadsBenchmark {
                            median(healthz.map(\.cpuPerRequest)) * 1e6),
                 ])
         }
-        result.figures.append(figure("wallet reads over HTTP (\(options.connections) connections)", wallet, goal: 0.4))
-        result.figures.append(figure("status reads over HTTP (\(options.connections) connections)", status, goal: nil))
+        result.figures.append(figure("wallet reads over HTTP (\(options.connections) connections)", wallet, goal: 0.8))
+        result.figures.append(figure("status reads over HTTP (\(options.connections) connections)", status, goal: 0.6))
         let all = (healthz + wallet + status).map(\.run)
         let non2xx = all.map(\.non2xx).reduce(0, +)
         let socketErrors = all.map(\.socketErrors).reduce(0, +)

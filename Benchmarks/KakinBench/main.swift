@@ -11,6 +11,7 @@ let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOpti
     (.verify, VerifyBenchmark.run),
     (.grants, GrantsBenchmark.run),
     (.reads, ReadsBenchmark.run),
+    (.history, StatusHistoryBenchmark.run),
     (.notifications, NotificationsBenchmark.run),
     (.postgres, PostgresBenchmark.run),
 ]

@@ -1,6 +1,7 @@
 -- wrk script for the read figures: GET /v1/customers/bench-{n}{suffix} over the seeded customers
--- bench-0 … bench-(customers-1), visited in a scattered order.
--- Arguments (after --): <customers> [suffix], e.g. "1000 /wallet" (wallet reads) or "1000" (status reads).
+-- bench-{first} … bench-{first+customers-1}, visited in a scattered order.
+-- Arguments (after --): <customers> [suffix] [first], e.g. "1000 /wallet" (wallet reads), "1000" (status
+-- reads) or "10 '' 10" (status reads of bench-10 … bench-19).
 
 local threads = {}
 
@@ -12,10 +13,11 @@ end
 function init(args)
   customers = tonumber(args[1])
   suffix = args[2] or ""
+  first = tonumber(args[3] or "0")
   n = thread_id * 104729
 end
 
 function request()
   n = n + 1
-  return wrk.format("GET", "/v1/customers/bench-" .. ((n * 7919) % customers) .. suffix)
+  return wrk.format("GET", "/v1/customers/bench-" .. (first + (n * 7919) % customers) .. suffix)
 end

@@ -51,6 +51,13 @@ import Testing
         return (200..<300).contains(r.status) ? try? JSONParser.parse(r.body) : nil
     }
 
+    /// The status evaluated over every stored transaction of the customer, not only its status inputs.
+    static func wholeHistoryStatus(_ app: KakinApp, _ customerId: String) async throws -> JSONValue {
+        let snapshot = try await app.store.customerSnapshot(customerId)
+        return StatusEngine.evaluate(KakinApp.history(snapshot), catalog: app.mergedCatalog, nowMs: app.clock.nowMs())
+            .json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
+    }
+
     /// Each notification is applied as it arrives, before the next one is received.
     static func deliver(_ payloads: [String], to app: KakinApp) async throws {
         for jws in payloads {
@@ -120,6 +127,10 @@ import Testing
             if a != b {
                 differing.append("c\(c)")
                 if differing.count <= 2 { print("DIFF c\(c)\nIN ORDER \(a.jsonString)\nSHUFFLED \(b.jsonString)") }
+            }
+            // A status read loads only the status inputs; the whole history must say the same.
+            for app in [inOrder, shuffled] where try await Self.wholeHistoryStatus(app, "c\(c)") != a {
+                differing.append("c\(c) (status inputs)")
             }
             statuses[a["status"]?.stringValue ?? "?", default: 0] += 1
         }

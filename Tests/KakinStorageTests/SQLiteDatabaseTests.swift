@@ -471,3 +471,72 @@ private func itemNames(_ database: SQLiteDatabase) async throws -> [String] {
         #expect(commitsPerSecond > 0)
     }
 }
+
+@Suite struct SQLiteCheckpointTests {
+    /// Checkpoints run on their own thread; under a steady stream of commits the writer still catches up at
+    /// `walFramesMax`, so the WAL restarts from its beginning instead of growing with the database.
+    @Test func theWALStaysBoundedUnderSteadyWritesAndEveryCommitSurvivesReopening() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var options = SQLiteDatabase.Options()
+        options.durable = false
+        options.checkpointFramesMin = 20
+        options.walFramesMax = 200
+        let database = try SQLiteDatabase(path: directory.databasePath, options: options)
+        try await database.write { try $0.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)") }
+        let payload = String(repeating: "x", count: 3_000)
+        var walBytesMax: UInt64 = 0
+        for round in 0..<40 {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 0..<25 {
+                    group.addTask {
+                        try await database.write {
+                            try $0.execute("INSERT INTO rows (id, payload) VALUES (?, ?)", [.integer(Int64(round * 25 + n)), .text(payload)])
+                        }
+                    }
+                }
+                for try await changed in group { #expect(changed == 1) }
+            }
+            let size = (try? FileManager.default.attributesOfItem(atPath: directory.databasePath + "-wal")[.size] as? UInt64) ?? 0
+            walBytesMax = max(walBytesMax, size)
+        }
+        // 1,000 rows of 3 KB are 4 MB; the WAL stays within its bound plus one batch's frames.
+        #expect(walBytesMax < 2_000_000, "the WAL reached \(walBytesMax) bytes")
+        await database.close()
+
+        let reopened = try SQLiteDatabase(path: directory.databasePath)
+        let count = try await reopened.read { try $0.queryOne("SELECT COUNT(*) AS n FROM rows")?.int("n") }
+        await reopened.close()
+        #expect(count == 1_000)
+    }
+}
+
+struct BodyFailure: Error {}
+
+@Suite struct SQLiteReadBatchTests {
+    /// Reads queued together share one read transaction; each still gets its own result or error, and sees
+    /// every write acknowledged before it was queued.
+    @Test func concurrentReadsGetTheirOwnResultsAndSeeEarlierWrites() async throws {
+        try await withDatabase { database in
+            try await database.write { try $0.execute(createItems) }
+            for round in 0..<20 {
+                try await database.write { try $0.execute("INSERT INTO items (name) VALUES (?)", .text("item \(round)")) }
+                let results = try await withThrowingTaskGroup(of: (Int, Int?).self) { group in
+                    for n in 0..<32 {
+                        group.addTask {
+                            let count = try? await database.read { connection -> Int in
+                                if n % 5 == 0 { throw BodyFailure() }
+                                return Int(try connection.queryOne("SELECT COUNT(*) AS n FROM items")?.int("n") ?? -1)
+                            }
+                            return (n, count)
+                        }
+                    }
+                    return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+                }
+                for n in 0..<32 {
+                    #expect(results[n] == (n % 5 == 0 ? nil : round + 1), "read \(n) in round \(round)")
+                }
+            }
+        }
+    }
+}

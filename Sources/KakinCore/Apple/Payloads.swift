@@ -241,8 +241,14 @@ extension JSONValue {
 /// stored it (re-reading stored transactions); never for input.
 public enum StoredJWS {
     public static func payload(_ jws: String) -> JSONValue? {
-        let parts = jws.utf8.split(separator: UInt8(ascii: "."), maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = Base64.decode(parts[1]) else { return nil }
-        return try? JSONParser.parse(bytes)
+        var jws = jws
+        return jws.withUTF8 { bytes -> JSONValue? in
+            // The payload is found from the end: the signature is short, the header (three certificates) long
+            // and, this being a JWS that was verified before it was stored, free of dots.
+            let dot = UInt8(ascii: ".")
+            guard let second = bytes.lastIndex(of: dot), let first = bytes[..<second].lastIndex(of: dot),
+                  let payload = Base64.decode(UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])) else { return nil }
+            return try? JSONParser.parse(payload)
+        }
     }
 }

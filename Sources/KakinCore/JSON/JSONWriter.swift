@@ -37,13 +37,14 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            for (n, key) in o.keys.sorted().enumerated() {
+            // Sorted pairs, not sorted keys: no second hash lookup per key.
+            for (n, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                 if n > 0 { out.append(UInt8(ascii: ",")) }
                 if pretty { JSONValue.newline(&out, indent + 1) }
-                JSONValue.writeString(key, into: &out)
+                JSONValue.writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
                 if pretty { out.append(UInt8(ascii: " ")) }
-                o[key]!.write(into: &out, pretty: pretty, indent: indent + 1)
+                member.value.write(into: &out, pretty: pretty, indent: indent + 1)
             }
             if pretty, !o.isEmpty { JSONValue.newline(&out, indent) }
             out.append(UInt8(ascii: "}"))

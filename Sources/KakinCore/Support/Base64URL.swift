@@ -34,6 +34,54 @@ public enum Base64 {
         return out
     }
 
+    /// `decode(_:)` for contiguous bytes, four characters at a time into a buffer allocated once (stored JWS
+    /// payloads are decoded on every status read).
+    public static func decode(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var end = input.count
+        var padding = 0
+        while end > 0, input[end - 1] == UInt8(ascii: "=") {
+            end -= 1
+            padding += 1
+        }
+        guard padding <= 2, end % 4 != 1 else { return nil }
+        let outCount = end / 4 * 3 + (end % 4 == 0 ? 0 : end % 4 - 1)
+        return decodeTable.withUnsafeBufferPointer { table -> [UInt8]? in
+            var valid = true
+            let out = [UInt8](unsafeUninitializedCapacity: outCount) { buffer, initialized in
+                var i = 0
+                var o = 0
+                while i + 4 <= end {
+                    let a = table[Int(input[i])], b = table[Int(input[i + 1])], c = table[Int(input[i + 2])], d = table[Int(input[i + 3])]
+                    guard (a | b | c | d) & 0xC0 == 0 else {
+                        valid = false
+                        break
+                    }
+                    buffer[o] = a << 2 | b >> 4
+                    buffer[o + 1] = b << 4 | c >> 2
+                    buffer[o + 2] = c << 6 | d
+                    i += 4
+                    o += 3
+                }
+                if valid, end - i >= 2 {
+                    let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+                    let c = end - i == 3 ? table[Int(input[i + 2])] : 0
+                    if (a | b | c) & 0xC0 != 0 {
+                        valid = false
+                    } else {
+                        buffer[o] = a << 2 | b >> 4
+                        o += 1
+                        if end - i == 3 {
+                            buffer[o] = b << 4 | c >> 2
+                            o += 1
+                        }
+                    }
+                }
+                initialized = valid ? o : 0
+            }
+            return valid ? out : nil
+        }
+    }
+
     public static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
 
     public static func encode(_ bytes: some Collection<UInt8>, url: Bool = false, padded: Bool = true) -> String {

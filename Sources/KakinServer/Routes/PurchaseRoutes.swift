@@ -88,12 +88,27 @@ extension KakinApp {
         }
     }
 
+    /// The status from the customer's status inputs (one read of a bounded handful of rows), or from the
+    /// whole history when they can't stand for it; a customer seen for the first time is created.
     func customerStatusJSON(_ customerId: String) async throws(KakinError) -> JSONValue {
-        let snapshot = try await store.customerSnapshot(customerId)
-        let history = CustomerHistory(
-            transactions: snapshot.transactionJWS.compactMap { StoredJWS.payload($0).flatMap { try? TransactionPayload(json: $0) } },
-            renewalInfos: snapshot.renewalInfoJWS.compactMap { StoredJWS.payload($0).flatMap { try? RenewalInfoPayload(json: $0) } })
+        var snapshot: CustomerSnapshot
+        if let inputs = try await store.customerStatusInputs(customerId) {
+            snapshot = inputs
+        } else {
+            snapshot = try await store.customerSnapshot(customerId)
+        }
+        var history = Self.history(snapshot)
+        if StatusInputs.needsWholeHistory(history.transactions) {
+            snapshot = try await store.customerSnapshot(customerId)
+            history = Self.history(snapshot)
+        }
         let status = StatusEngine.evaluate(history, catalog: mergedCatalog, nowMs: clock.nowMs())
         return status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
+    }
+
+    static func history(_ snapshot: CustomerSnapshot) -> CustomerHistory {
+        CustomerHistory(
+            transactions: snapshot.transactionJWS.compactMap { StoredJWS.payload($0).flatMap { try? TransactionPayload(json: $0) } },
+            renewalInfos: snapshot.renewalInfoJWS.compactMap { StoredJWS.payload($0).flatMap { try? RenewalInfoPayload(json: $0) } })
     }
 }

@@ -12,6 +12,22 @@ public typealias SystemClock = WallClock
 public struct RandomIDGenerator: IDGenerator {
     static let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
     let clock: any Clock
+    /// Prefixed ids must never repeat, not be secret: drawn from a generator seeded once by the system's,
+    /// so minting one makes no system call (two `getrandom` calls per grant before).
+    private let draws = Draws()
+
+    final class Draws: Sendable {
+        private let random: Mutex<SeededRandom>
+
+        init() {
+            var system = SystemRandomNumberGenerator()
+            random = Mutex(SeededRandom(seed: system.next()))
+        }
+
+        func next() -> (UInt64, UInt64) {
+            random.withLock { ($0.next(), $0.next()) }
+        }
+    }
 
     public init(clock: any Clock = SystemClock()) { self.clock = clock }
 
@@ -26,9 +42,9 @@ public struct RandomIDGenerator: IDGenerator {
             t /= 36
         }
         out.append(contentsOf: stamp.reversed())
-        // 12 base-36 characters from two 64-bit draws (one getrandom call each, not one per character).
-        var rng = SystemRandomNumberGenerator()
-        for var word in [rng.next() as UInt64, rng.next() as UInt64] {
+        // 12 base-36 characters from two 64-bit draws.
+        let (first, second) = draws.next()
+        for var word in [first, second] {
             for _ in 0..<6 {
                 out.append(Self.alphabet[Int(word % 36)])
                 word /= 36

@@ -136,7 +136,8 @@ extension KakinStore {
     /// Keeps the newest signed copy of each transaction (by `signedDate`; equal dates by the JWS text), so
     /// arrival order never matters.
     static func storeTransaction(_ db: SQLConnection, _ tx: TransactionPayload, jws: String, nowMs: Int64) throws {
-        try db.execute("""
+        let previous = tx.type == .consumable ? nil : try storedTransactionRow(db, tx.transactionId)
+        let stored = try db.execute("""
             INSERT INTO transactions (transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment,
                 purchase_date_ms, expires_date_ms, revocation_date_ms, signed_date_ms, app_account_token, jws, customer_id,
                 first_seen_ms, updated_ms)
@@ -152,6 +153,7 @@ extension KakinStore {
                   .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
                   SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
                   .text(tx.originalTransactionId), .integer(nowMs), .integer(nowMs)])
+        if stored > 0 { try statusInputsAfterStoring(db, tx, previous: previous) }
     }
 
     /// Links the transaction's subscription/purchase chain (`originalTransactionId`) to the customer, or
@@ -181,8 +183,10 @@ extension KakinStore {
             ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, linked_at_ms = excluded.linked_at_ms
             WHERE original_links.customer_id <> excluded.customer_id
             """, [.text(tx.originalTransactionId), .text(customerId), .integer(nowMs)])
-        try db.execute("UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ?",
-                       [.text(customerId), .text(tx.originalTransactionId)])
+        let moved = try db.execute("""
+            UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ? AND (customer_id IS NULL OR customer_id <> ?)
+            """, [.text(customerId), .text(tx.originalTransactionId), .text(customerId)])
+        if moved > 0 { try statusInputsAfterLinking(db, originalTransactionId: tx.originalTransactionId, to: customerId, from: linked) }
     }
 
     static func storedRevocationDate(_ db: SQLConnection, _ transactionId: String) throws -> Int64? {

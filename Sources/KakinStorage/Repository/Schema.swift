@@ -6,6 +6,7 @@
 /// - `idempotency_keys (customer_id, scope, key)`: each spend and grant exists once, and its answer is replayed.
 /// Indexes are partial where most rows don't need them: every index is a page written per commit.
 /// `wallets` caches each balance; the ledger check proves it equals the sum of the customer's entries.
+/// `transactions.status_input` marks the rows a status read needs (`KakinStore+StatusInputs.swift`).
 ///
 /// Migrations are portable SQL (both engines run `sql`). Migration 1 predates PostgreSQL support and has a
 /// PostgreSQL form: `BIGINT` for `INTEGER`, identity columns for `AUTOINCREMENT`, `BYTEA` for `BLOB`, and
@@ -285,6 +286,11 @@ enum Schema {
             CREATE INDEX applied_by_process ON applied_transactions(purchase_process_id) WHERE purchase_process_id IS NOT NULL;
             CREATE INDEX notifications_by_state_received ON notifications(state, received_at_ms);
             CREATE INDEX notifications_by_original ON notifications(original_transaction_id) WHERE original_transaction_id IS NOT NULL;
+            """),
+        SQLMigration(version: 4, name: "status inputs, links by customer", sql: """
+            ALTER TABLE transactions ADD COLUMN status_input BIGINT NOT NULL DEFAULT 1;
+            CREATE INDEX transactions_status_inputs ON transactions(customer_id) WHERE status_input = 1;
+            CREATE INDEX original_links_by_customer ON original_links(customer_id);
             """),
         SQLMigration(version: 5, name: "claims and leases for several processes", sql: """
             ALTER TABLE notifications ADD COLUMN claimed_by TEXT;

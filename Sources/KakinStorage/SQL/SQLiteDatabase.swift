@@ -22,6 +22,12 @@ public final class SQLiteDatabase: SQLDatabase {
         public var statementsCachedMax: Int
         /// Rows one `query` may return before it throws `.resultTooLarge`; page with LIMIT.
         public var queryRowsMax: Int
+        /// WAL frames (pages) after a commit from which the checkpoint thread copies the WAL back into the
+        /// database file (SQLite's own automatic checkpoint threshold is 1,000).
+        public var checkpointFramesMin: Int
+        /// WAL frames after a commit from which the writer checkpoints itself before its next batch, so
+        /// that the WAL can restart from its beginning: bounds the WAL at about this many pages.
+        public var walFramesMax: Int
 
         public init(
             readerCount: Int = 2,
@@ -30,7 +36,9 @@ public final class SQLiteDatabase: SQLDatabase {
             busyTimeoutMs: Int = 5_000,
             durable: Bool = true,
             statementsCachedMax: Int = 128,
-            queryRowsMax: Int = 100_000
+            queryRowsMax: Int = 100_000,
+            checkpointFramesMin: Int = 1_000,
+            walFramesMax: Int = 8_000
         ) {
             self.readerCount = readerCount
             self.batchSizeMax = batchSizeMax
@@ -39,6 +47,8 @@ public final class SQLiteDatabase: SQLDatabase {
             self.durable = durable
             self.statementsCachedMax = statementsCachedMax
             self.queryRowsMax = queryRowsMax
+            self.checkpointFramesMin = checkpointFramesMin
+            self.walFramesMax = walFramesMax
         }
 
         func validate() throws {
@@ -51,6 +61,8 @@ public final class SQLiteDatabase: SQLDatabase {
             try require((0...Int(Int32.max)).contains(busyTimeoutMs), "busyTimeoutMs \(busyTimeoutMs) out of range")
             try require(statementsCachedMax >= 1, "statementsCachedMax must be at least 1")
             try require(queryRowsMax >= 1, "queryRowsMax must be at least 1")
+            try require(checkpointFramesMin >= 1, "checkpointFramesMin must be at least 1")
+            try require(walFramesMax >= checkpointFramesMin, "walFramesMax must be at least checkpointFramesMin")
         }
     }
 
@@ -90,33 +102,47 @@ public final class SQLiteDatabase: SQLDatabase {
         public init() {}
     }
 
+    /// Reads one reader thread runs in one read transaction at most.
+    static let readBatchSizeMax = 8
+
     public let path: String
     public let options: Options
     private let writeQueue: JobQueue<WriterJob>
     private let readQueue: JobQueue<ReadJob>
     private let recorder = SQLiteStatisticsRecorder()
+    private let checkpointer = SQLiteCheckpointer()
     private let threads = WorkerThreads()
 
-    /// Opens (or creates) the database at `path`, switches it to WAL and starts the writer and reader
-    /// threads. Blocks while opening; call it at startup. `":memory:"` is refused (readers need a file).
+    /// Opens (or creates) the database at `path`, switches it to WAL and starts the writer, checkpoint
+    /// and reader threads. Blocks while opening; call it at startup. `":memory:"` is refused (readers
+    /// need a file).
     public init(path: String, options: Options = .init()) throws {
         try options.validate()
         let writerHandle = try SQLiteHandle(path: path, role: .writer(durable: options.durable), options: options)
+        let checkpointHandle = try SQLiteHandle(path: path, role: .checkpointer(durable: options.durable), options: options)
         self.path = path
         self.options = options
         writeQueue = JobQueue(name: "write", depthMax: options.queueDepthMax)
         readQueue = JobQueue(name: "read", depthMax: options.queueDepthMax)
 
-        let writer = SQLiteWriter(handle: writerHandle, queue: writeQueue, batchSizeMax: options.batchSizeMax, statistics: recorder)
+        let walHook = WALCommitHook(checkpointer: checkpointer, checkpointFramesMin: options.checkpointFramesMin,
+                                    walFramesMax: options.walFramesMax)
+        walHook.connection = writerHandle
+        writerHandle.replaceAutomaticCheckpoint(with: walHook)
+        let writer = SQLiteWriter(handle: writerHandle, walHook: walHook, queue: writeQueue, batchSizeMax: options.batchSizeMax,
+                                  statistics: recorder)
         threads.start(name: "sql-writer") { writer.run() }
+        threads.start(name: "sql-checkpoint") { [checkpointer] in checkpointer.run(checkpointHandle) }
         do {
             for index in 0..<options.readerCount {
-                let reader = SQLiteReader(handle: try SQLiteHandle(path: path, role: .reader, options: options), queue: readQueue)
+                let reader = SQLiteReader(handle: try SQLiteHandle(path: path, role: .reader, options: options), queue: readQueue,
+                                          batchSizeMax: Self.readBatchSizeMax)
                 threads.start(name: "sql-reader-\(index)") { reader.run() }
             }
         } catch {
             writeQueue.close()
             readQueue.close()
+            checkpointer.close()
             throw error
         }
     }
@@ -125,6 +151,7 @@ public final class SQLiteDatabase: SQLDatabase {
         // Without close(): let the threads drain and exit on their own.
         writeQueue.close()
         readQueue.close()
+        checkpointer.close()
     }
 
     public var statistics: Statistics {
@@ -161,11 +188,21 @@ public final class SQLiteDatabase: SQLDatabase {
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let job = ReadJob { [recorder] handle in
-                let result = handle.inReadTransaction(body)
-                recorder.recordRead()
-                continuation.resume(with: result)
-            }
+            let job = ReadJob(
+                run: { [recorder] handle in
+                    let connection = SQLiteScopedConnection(handle)
+                    let result = Result { try body(connection) }
+                    connection.invalidate()
+                    recorder.recordRead()
+                    return ReadCompletion { transactionError in
+                        if let transactionError, case .success = result {
+                            continuation.resume(throwing: transactionError)
+                        } else {
+                            continuation.resume(with: result)
+                        }
+                    }
+                },
+                fail: { continuation.resume(throwing: $0) })
             do {
                 try readQueue.enqueue(job)
             } catch {
@@ -191,6 +228,7 @@ public final class SQLiteDatabase: SQLDatabase {
     public func close() async {
         writeQueue.close()
         readQueue.close()
+        checkpointer.close()
         await threads.waitUntilAllExited()
     }
 }

@@ -10,12 +10,16 @@ final class SQLiteHandle {
         case writer(durable: Bool)
         /// Read-only; relies on the writer having set WAL up.
         case reader
+        /// Read-write, only copies the WAL back into the database file (`checkpoint()`); opened after the writer.
+        case checkpointer(durable: Bool)
     }
 
     private var db: OpaquePointer?
     private let statementsCachedMax: Int
     private let queryRowsMax: Int
     private var statements: [String: CachedStatement] = [:]
+    /// Result column names per prepared statement, read from SQLite once instead of once per query.
+    private var columnsByStatement: [OpaquePointer: SQLColumns] = [:]
     /// BEGIN/COMMIT/SAVEPOINT… kept apart from user statements, which may never contain them.
     private var engineStatements: [String: OpaquePointer] = [:]
     private var useTick: UInt64 = 0
@@ -23,7 +27,13 @@ final class SQLiteHandle {
     fileprivate var allowsTransactionControl = false
     fileprivate var deniedTransactionControl = false
 
+    /// Process-wide settings, applied before the first connection opens.
+    private static let processSettings: Void = {
+        _ = kakin_sqlite_disable_memory_statistics()
+    }()
+
     init(path: String, role: Role, options: SQLiteDatabase.Options) throws {
+        Self.processSettings
         statementsCachedMax = options.statementsCachedMax
         queryRowsMax = options.queryRowsMax
 
@@ -41,13 +51,19 @@ final class SQLiteHandle {
         sqlite3_busy_timeout(pointer, Int32(options.busyTimeoutMs))
         sqlite3_set_authorizer(pointer, sqliteAuthorizer, Unmanaged.passUnretained(self).toOpaque())
 
-        if case .writer(let durable) = role {
+        switch role {
+        case .writer(let durable):
             let mode = try queryOne("PRAGMA journal_mode = WAL", [])?[0].string
             guard mode?.lowercased() == "wal" else {
                 throw SQLError(kind: .misuse, message: "database cannot use WAL (journal_mode is \(mode ?? "unknown")); use a file path, not :memory:")
             }
             try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")", [])
             try execute("PRAGMA foreign_keys = ON", [])
+        case .checkpointer(let durable):
+            // A checkpoint fsyncs the database file before the WAL may be reused, unless synchronous is OFF.
+            try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")", [])
+        case .reader:
+            break
         }
         // Statement journals of savepoints stay in memory: each write body runs in a savepoint, and a
         // temporary file per spill costs syscalls on the hot path.
@@ -64,12 +80,37 @@ final class SQLiteHandle {
         for statement in statements.values { sqlite3_finalize(statement.pointer) }
         for statement in engineStatements.values { sqlite3_finalize(statement) }
         statements = [:]
+        columnsByStatement = [:]
         engineStatements = [:]
         sqlite3_close_v2(db)
         self.db = nil
     }
 
     var isInTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
+
+    // MARK: WAL checkpoints
+
+    /// Replaces SQLite's automatic checkpoint, which would run on the committing thread, with `hook`:
+    /// called on this connection's thread after every commit, with the number of frames in the WAL.
+    /// `hook` must stay alive as long as this connection.
+    func replaceAutomaticCheckpoint(with hook: WALCommitHook) {
+        sqlite3_wal_hook(db, { context, _, _, frames in
+            guard let context else { return SQLITE_OK }
+            Unmanaged<WALCommitHook>.fromOpaque(context).takeUnretainedValue().committed(walFrames: Int(frames))
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(hook).toOpaque())
+    }
+
+    /// A PASSIVE checkpoint: copies every WAL frame no reader still needs into the database file, without
+    /// waiting for readers or the writer. Returns the WAL's frames and how many of them are now copied.
+    @discardableResult
+    func checkpoint() throws -> (walFrames: Int, copiedFrames: Int) {
+        var walFrames: Int32 = 0
+        var copiedFrames: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, &walFrames, &copiedFrames)
+        guard rc == SQLITE_OK else { throw error(rc, sql: nil) }
+        return (Int(walFrames), Int(copiedFrames))
+    }
 
     // MARK: User statements
 
@@ -92,7 +133,7 @@ final class SQLiteHandle {
                 guard rows.count < queryRowsMax else {
                     throw SQLError(kind: .resultTooLarge, message: "query returned more than \(queryRowsMax) rows; page with LIMIT", sql: sql)
                 }
-                let resultColumns = columns ?? Self.columns(of: statement)
+                let resultColumns = columns ?? self.columns(of: statement)
                 columns = resultColumns
                 rows.append(Self.row(of: statement, columns: resultColumns))
             }
@@ -103,7 +144,7 @@ final class SQLiteHandle {
     func queryOne(_ sql: String, _ parameters: [SQLValue]) throws -> SQLRow? {
         try withStatement(sql, parameters) { statement in
             guard try step(statement, sql) else { return nil }
-            let row = Self.row(of: statement, columns: Self.columns(of: statement))
+            let row = Self.row(of: statement, columns: columns(of: statement))
             if sqlite3_stmt_readonly(statement) == 0 {
                 while try step(statement, sql) {}
             }
@@ -113,6 +154,7 @@ final class SQLiteHandle {
 
     /// Runs a script of several statements (migrations). Not cached; no parameters.
     func executeScript(_ sql: String) throws {
+        columnsByStatement = [:]
         try sql.withCString { start in
             var cursor = start
             while cursor.pointee != 0 {
@@ -189,6 +231,7 @@ final class SQLiteHandle {
         let pointer = try prepare(sql, persistent: true)
         if statements.count >= statementsCachedMax,
            let leastRecent = statements.min(by: { $0.value.lastUseTick < $1.value.lastUseTick }) {
+            columnsByStatement.removeValue(forKey: leastRecent.value.pointer)
             sqlite3_finalize(leastRecent.value.pointer)
             statements.removeValue(forKey: leastRecent.key)
         }
@@ -284,9 +327,14 @@ final class SQLiteHandle {
         return SQLError(kind: kind, code: primary, extendedCode: rc, message: message, sql: sql)
     }
 
-    private static func columns(of statement: OpaquePointer) -> SQLColumns {
+    /// The statement's result columns, read from SQLite on first use. A schema change can change what
+    /// `SELECT *` returns: scripts (migrations) forget them all, and a changed count is read again.
+    private func columns(of statement: OpaquePointer) -> SQLColumns {
         let count = sqlite3_column_count(statement)
-        return SQLColumns(names: (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) })
+        if let known = columnsByStatement[statement], known.names.count == Int(count) { return known }
+        let columns = SQLColumns(names: (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) })
+        columnsByStatement[statement] = columns
+        return columns
     }
 
     private static func row(of statement: OpaquePointer, columns: SQLColumns) -> SQLRow {

@@ -30,12 +30,16 @@ struct WriteOutcome {
 /// Owns its connection; lives on its own thread (`run()` returns when the queue is closed and empty).
 final class SQLiteWriter {
     private let handle: SQLiteHandle
+    /// Installed on `handle`, which holds it unretained: kept alive here.
+    private let walHook: WALCommitHook
     private let queue: JobQueue<WriterJob>
     private let batchSizeMax: Int
     private let statistics: SQLiteStatisticsRecorder
 
-    init(handle: SQLiteHandle, queue: JobQueue<WriterJob>, batchSizeMax: Int, statistics: SQLiteStatisticsRecorder) {
+    init(handle: SQLiteHandle, walHook: WALCommitHook, queue: JobQueue<WriterJob>, batchSizeMax: Int,
+         statistics: SQLiteStatisticsRecorder) {
         self.handle = handle
+        self.walHook = walHook
         self.queue = queue
         self.batchSizeMax = batchSizeMax
         self.statistics = statistics
@@ -118,46 +122,52 @@ final class SQLiteWriter {
     }
 }
 
-/// A reader thread: one read-only connection, one read transaction per job.
+/// A reader thread: one read-only connection. Reads queued together share one read transaction (like
+/// writes share a commit): each still sees a snapshot taken after it was queued, and the batch pays for
+/// one BEGIN/COMMIT and its file locks instead of one per read.
 final class SQLiteReader {
     private let handle: SQLiteHandle
     private let queue: JobQueue<ReadJob>
+    private let batchSizeMax: Int
 
-    init(handle: SQLiteHandle, queue: JobQueue<ReadJob>) {
+    init(handle: SQLiteHandle, queue: JobQueue<ReadJob>, batchSizeMax: Int) {
         self.handle = handle
         self.queue = queue
+        self.batchSizeMax = batchSizeMax
     }
 
     func run() {
-        while let jobs = queue.take(countMax: 1, joining: { _, _ in false }) {
-            for job in jobs { job.run(handle) }
+        while let jobs = queue.take(countMax: batchSizeMax, joining: { _, _ in true }) {
+            do {
+                try handle.runEngine("BEGIN")
+            } catch {
+                for job in jobs { job.fail(error) }
+                continue
+            }
+            let completions = jobs.map { $0.run(handle) }
+            var commitError: (any Error)?
+            do {
+                try handle.runEngine("COMMIT")
+            } catch {
+                handle.rollbackIfInTransaction()
+                commitError = error
+            }
+            for completion in completions { completion.finish(commitError) }
         }
         handle.close()
     }
 }
 
-/// One caller's `read`, type-erased; runs the body in a read transaction and resumes the caller.
+/// One caller's `read`, type-erased.
 struct ReadJob: Sendable {
-    let run: @Sendable (SQLiteHandle) -> Void
+    /// Runs the body inside the reader's transaction; the result waits for the transaction's end.
+    let run: @Sendable (SQLiteHandle) -> ReadCompletion
+    /// Resumes the caller with `error` without running the body (the transaction could not begin).
+    let fail: @Sendable (any Error) -> Void
 }
 
-extension SQLiteHandle {
-    /// Runs `body` inside BEGIN … COMMIT so all its queries see one snapshot.
-    func inReadTransaction<T>(_ body: (any SQLConnection) throws -> T) -> Result<T, any Error> {
-        do {
-            try runEngine("BEGIN")
-        } catch {
-            return .failure(error)
-        }
-        let connection = SQLiteScopedConnection(self)
-        let result = Result { try body(connection) }
-        connection.invalidate()
-        do {
-            try runEngine("COMMIT")
-        } catch {
-            rollbackIfInTransaction()
-            if case .success = result { return .failure(error) }
-        }
-        return result
-    }
+/// Resumes a reader's caller: with the body's result, or with `transactionError` when the body
+/// succeeded but its transaction did not end cleanly.
+struct ReadCompletion {
+    let finish: (_ transactionError: (any Error)?) -> Void
 }
