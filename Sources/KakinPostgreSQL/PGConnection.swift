@@ -337,6 +337,8 @@ final class PGConnection {
         switch sqlState {
         case "40001", "40P01": return .conflict
         case "55P03", "57014": return .busy  // lock_timeout, statement_timeout
+        case "53100": return .full  // disk_full: 503 like SQLite's full disk, resumes when space returns
+        case "53200", "53300": return .overloaded  // out_of_memory, too_many_connections
         // The server is shutting down, restarting or starting up: reconnecting may reach it (or the new primary).
         case "57P01", "57P02", "57P03": return .unavailable
         default: break

@@ -412,4 +412,17 @@ struct ExpectedFailure: Error, Equatable {
         #expect(throws: SQLError.self) { try PostgresSQLText("SELECT 1; DELETE FROM t") }
         #expect(throws: SQLError.self) { try PostgresSQLText("SELECT 'unterminated") }
     }
+
+    /// A server error is answered as SQLite's would be: a full disk or an exhausted server is a 503 that
+    /// clears by itself, a serialization failure is run again, a broken connection is reconnected.
+    @Test func serverErrorsMapToTheSameKindsAsSQLite() {
+        #expect(PGConnection.kind(sqlState: "53100") == .full)
+        #expect(PGConnection.kind(sqlState: "53200") == .overloaded)
+        #expect(PGConnection.kind(sqlState: "53300") == .overloaded)
+        #expect(PGConnection.kind(sqlState: "40001") == .conflict)
+        #expect(PGConnection.kind(sqlState: "57P01") == .unavailable)
+        #expect(PGConnection.kind(sqlState: "08006") == .unavailable)
+        #expect(PGConnection.kind(sqlState: "23505") == .constraintViolation)
+        #expect(PGConnection.kind(sqlState: "42P01") == .database)
+    }
 }

@@ -4,14 +4,17 @@ import Foundation
 import HTTPServer
 import KakinCore
 @testable import KakinServer
+import KakinPostgreSQL
 import KakinStorage
+import KakinTestPostgres
 import Testing
 
 /// Notifications arrive late, twice and out of order; the final state must not care. A seeded run of the
 /// simulator produces ≥ 1,000 customers' histories (subscriptions with plan changes, offers, billing
 /// failures, cancellations and refunds; coins and their refunds; non-consumables and passes). One Kakin
 /// applies the notifications in the order they were sent; another applies them shuffled, with a quarter of
-/// them delivered twice. Every customer's status (and wallet) must be identical.
+/// them delivered twice. Every customer's status (and wallet) must be identical. When the test run has a
+/// PostgreSQL cluster, the shuffled Kakin runs on it: the same answers from both engines.
 @Suite struct OrderIndependence {
     static let customers = 1000
     static let seed: UInt64 = 20_261_130
@@ -26,11 +29,15 @@ import Testing
         }
     }
 
-    /// A Kakin without HTTP: the app's own ingestion path over a (non-durable, for speed) SQLite file.
-    static func receiver(_ dir: URL, _ name: String, root: [UInt8], clock: any Clock) async throws -> (KakinApp, any SQLDatabase) {
+    /// A non-durable (for speed) SQLite file.
+    static func sqlite(_ dir: URL, _ name: String) throws -> any SQLDatabase {
         var options = SQLiteDatabase.Options()
         options.durable = false
-        let db = try SQLiteDatabase(path: dir.appendingPathComponent("\(name).db").path, options: options)
+        return try SQLiteDatabase(path: dir.appendingPathComponent("\(name).db").path, options: options)
+    }
+
+    /// A Kakin without HTTP: the app's own ingestion path over `db`.
+    static func receiver(_ db: any SQLDatabase, root: [UInt8], clock: any Clock) async throws -> KakinApp {
         let store = KakinStore(database: db, ids: SequentialIDs(), clock: clock)
         try await store.migrate()
         let verifier = try SignedDataVerifier(trustedRoots: [root],
@@ -40,7 +47,7 @@ import Testing
                            settings: .init(apps: [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId,
                                                                     environments: [.sandbox], catalog: .demo)]),
                            clock: clock, logger: Logger(minimum: .error))
-        return (app, db)
+        return app
     }
 
     static func call(_ sim: AppStoreSimulator, _ method: String, _ path: String, _ body: JSONValue) async -> JSONValue? {
@@ -67,14 +74,23 @@ import Testing
     }
 
     @Test func shuffledAndDuplicatedNotificationsGiveTheSameStatusAsInOrderDelivery() async throws {
+        if TestPostgres.isAvailable {
+            try await TestPostgres.withSchema { schema in try await Self.run(shuffledOn: { _ in try PostgresDatabase(url: schema.url) }) }
+        } else {
+            try await Self.run(shuffledOn: { dir in try Self.sqlite(dir, "shuffled") })
+        }
+    }
+
+    static func run(shuffledOn shuffledDatabase: (URL) throws -> any SQLDatabase) async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-order-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let recorder = Recorder()
         let sim = try AppStoreSimulator(configuration: SimulatorConfiguration(gracePeriodDays: 16, seed: Self.seed),
                                         clock: SimulatedClock(startMs: SimulatedKakin.start2026), sink: recorder)
-        let (inOrder, db1) = try await Self.receiver(dir, "in-order", root: sim.rootCertificateDER, clock: sim.clock)
-        let (shuffled, db2) = try await Self.receiver(dir, "shuffled", root: sim.rootCertificateDER, clock: sim.clock)
+        let db1 = try Self.sqlite(dir, "in-order"), db2 = try shuffledDatabase(dir)
+        let inOrder = try await Self.receiver(db1, root: sim.rootCertificateDER, clock: sim.clock)
+        let shuffled = try await Self.receiver(db2, root: sim.rootCertificateDER, clock: sim.clock)
         var tokens: [String] = []
         for c in 0..<Self.customers {
             tokens.append(try await inOrder.store.ensureCustomer("c\(c)").appAccountToken)
