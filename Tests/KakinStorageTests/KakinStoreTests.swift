@@ -194,6 +194,31 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
         }
     }
 
+    @Test(arguments: Backend.available) func oneKeySentManyTimesAtOnceSpendsOnceAndAnswersAlike(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
+            _ = try await store.applyPurchase(purchase("u1", transaction("1")))
+            let answers = try await withThrowingTaskGroup(of: IdempotentAnswer.self) { group in
+                for _ in 0..<20 { group.addTask { try await self.spend(store, key: "k1", amount: 30) } }
+                return try await group.reduce(into: [IdempotentAnswer]()) { $0.append($1) }
+            }
+            #expect(answers.count { !$0.replayed } == 1)
+            #expect(Set(answers.map(\.body)).count == 1)
+            #expect(try await store.wallet("u1").total == 80)
+        }
+    }
+
+    @Test(arguments: Backend.available) func aRefusedGrantLeavesItsKeyFreeForTheRetry(_ backend: Backend) async throws {
+        try await withStore(backend) { store async throws in
+            await #expect(throws: KakinError.self) {
+                try await store.supportGrant(customerId: "u1", idempotencyKey: "g1", amount: 5, reason: "sorry", actor: "desk")
+            }
+            _ = try await store.applyPurchase(purchase("u1", transaction("1")))
+            let answer = try await store.supportGrant(customerId: "u1", idempotencyKey: "g1", amount: 5, reason: "sorry", actor: "desk")
+            #expect(answer.status == 201 && !answer.replayed)
+            #expect(try await store.wallet("u1").total == 115)
+        }
+    }
+
     @Test(arguments: Backend.available) func insufficientBalanceSpendsNothing(_ backend: Backend) async throws {
         try await withStore(backend) { store async throws in
             _ = try await store.applyPurchase(purchase("u1", transaction("1")))

@@ -203,18 +203,16 @@ extension KakinStore {
         let entryId = ids.id(prefix: "le_")
         let request = JSONValue.object(["amount": .int(amount), "reason": .string(reason)]).jsonString
         return try await write { db in
-            if let stored = try Self.storedAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request) {
-                return stored
+            try Self.idempotently(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request, nowMs: now) {
+                guard try Self.loadCustomer(db, customerId) != nil else { throw KakinError(.customerNotFound) }
+                let after = try Self.moveCoins(db, LedgerMovement(
+                    entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
+                    reference: idempotencyKey, effectKey: nil, item: reason))
+                try Self.recordEvent(db, customerId: customerId, atMs: now, kind: "admin.grant", reference: entryId,
+                                     detail: ["by": .string(actor), "amount": .int(amount), "reason": .string(reason)])
+                let body: JSONValue = ["grantId": .string(entryId), "amount": .int(amount), "reason": .string(reason), "wallet": after.json]
+                return (201, body.serialized())
             }
-            guard try Self.loadCustomer(db, customerId) != nil else { throw KakinError(.customerNotFound) }
-            let after = try Self.moveCoins(db, LedgerMovement(
-                entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
-                reference: idempotencyKey, effectKey: nil, item: reason))
-            try Self.recordEvent(db, customerId: customerId, atMs: now, kind: "admin.grant", reference: entryId,
-                                 detail: ["by": .string(actor), "amount": .int(amount), "reason": .string(reason)])
-            let body: JSONValue = ["grantId": .string(entryId), "amount": .int(amount), "reason": .string(reason), "wallet": after.json]
-            return try Self.storeAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request,
-                                        answer: (201, body.serialized()), nowMs: now)
         }
     }
 

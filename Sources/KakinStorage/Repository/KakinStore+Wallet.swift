@@ -132,25 +132,44 @@ extension KakinStore {
         return after
     }
 
-    /// Looks up a stored answer for the key. Same request → replay; different request → 422.
-    static func storedAnswer(_ db: SQLConnection, customerId: String, scope: String, key: String, request: String) throws -> IdempotentAnswer? {
+    /// Runs `effect` once per key and stores its answer; a later call with the same key replays that answer
+    /// (same request) or fails with 422 (another request), and runs no effect.
+    ///
+    /// The key is claimed first by an insert that does nothing when the key exists, and the answer filled in by
+    /// an upsert of the claimed row: neither looks the key up through a snapshot, so on PostgreSQL neither takes
+    /// an SSI read lock. A plain lookup of a new key would lock the whole index page where the key would go, and
+    /// every concurrent write inserting another customer's key into that page would then count as a conflict
+    /// (most of the serialization failures of concurrent grants, before). Two writers claiming the same key
+    /// still exclude each other: the second waits for the first, then fails to serialize and runs again,
+    /// seeing the stored answer. A body that throws after claiming rolls its claim back with its effect.
+    static func idempotently(_ db: SQLConnection, customerId: String, scope: String, key: String, request: String, nowMs: Int64,
+                             effect: () throws -> (status: Int, body: [UInt8])) throws -> IdempotentAnswer {
+        let claimed = try db.queryOne("""
+            INSERT INTO idempotency_keys (customer_id, scope, key, request, status, response, created_at_ms)
+            VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (customer_id, scope, key) DO NOTHING RETURNING status
+            """, [.text(customerId), .text(scope), .text(key), .text(request), .blob([]), .integer(nowMs)]) != nil
+        guard claimed else { return try storedAnswer(db, customerId: customerId, scope: scope, key: key, request: request) }
+        let answer = try effect()
+        try db.execute("""
+            INSERT INTO idempotency_keys (customer_id, scope, key, request, status, response, created_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (customer_id, scope, key) DO UPDATE SET status = excluded.status, response = excluded.response
+            """, [.text(customerId), .text(scope), .text(key), .text(request), .integer(Int64(answer.status)),
+                  .blob(answer.body), .integer(nowMs)])
+        return IdempotentAnswer(status: answer.status, body: answer.body, replayed: false)
+    }
+
+    /// The stored answer of a key that exists. Same request → replay; different request → 422.
+    private static func storedAnswer(_ db: SQLConnection, customerId: String, scope: String, key: String, request: String) throws -> IdempotentAnswer {
         guard let row = try db.queryOne(
             "SELECT request, status, response FROM idempotency_keys WHERE customer_id = ? AND scope = ? AND key = ?",
-            [.text(customerId), .text(scope), .text(key)]) else { return nil }
+            [.text(customerId), .text(scope), .text(key)]) else {
+            throw KakinError(.internalError, detail: "\(scope) key claimed but not stored")
+        }
         guard row.string("request") == request else {
             throw KakinError(.idempotencyKeyReused, detail: "\(scope) key reused with another body")
         }
         return IdempotentAnswer(status: Int(row.int("status") ?? 500), body: row.bytes("response") ?? [], replayed: true)
-    }
-
-    static func storeAnswer(_ db: SQLConnection, customerId: String, scope: String, key: String, request: String,
-                            answer: (status: Int, body: [UInt8]), nowMs: Int64) throws -> IdempotentAnswer {
-        try db.execute("""
-            INSERT INTO idempotency_keys (customer_id, scope, key, request, status, response, created_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, [.text(customerId), .text(scope), .text(key), .text(request), .integer(Int64(answer.status)),
-                  .blob(answer.body), .integer(nowMs)])
-        return IdempotentAnswer(status: answer.status, body: answer.body, replayed: false)
     }
 
     /// Spends coins under an idempotency key. `request` is the canonical request body (compared on replay);
@@ -162,21 +181,16 @@ extension KakinStore {
         let spendId = ids.id(prefix: "sp_")
         let entryId = ids.id(prefix: "le_")
         return try await write { db in
-            if let stored = try Self.storedAnswer(db, customerId: customerId, scope: "spend", key: idempotencyKey, request: request) {
-                return stored
-            }
-            let balance = try Self.walletBalance(db, customerId)
-            let result: SpendResult
-            if let split = WalletRules.split(amount: amount, of: balance, order: order) {
+            try Self.idempotently(db, customerId: customerId, scope: "spend", key: idempotencyKey, request: request, nowMs: now) {
+                let balance = try Self.walletBalance(db, customerId)
+                guard let split = WalletRules.split(amount: amount, of: balance, order: order) else {
+                    return render(.insufficient(wallet: balance))
+                }
                 let after = try Self.moveCoins(db, LedgerMovement(
                     entryId: entryId, customerId: customerId, atMs: now, kind: .spend, paid: -split.paid, free: -split.free,
                     reference: spendId, effectKey: nil, item: item, recipient: recipient))
-                result = .spent(spendId: spendId, amount: amount, paidUsed: split.paid, freeUsed: split.free, wallet: after)
-            } else {
-                result = .insufficient(wallet: balance)
+                return render(.spent(spendId: spendId, amount: amount, paidUsed: split.paid, freeUsed: split.free, wallet: after))
             }
-            return try Self.storeAnswer(db, customerId: customerId, scope: "spend", key: idempotencyKey, request: request,
-                                        answer: render(result), nowMs: now)
         }
     }
 
@@ -187,14 +201,12 @@ extension KakinStore {
         let ids = ids
         let entryId = ids.id(prefix: "le_")
         return try await write { db in
-            if let stored = try Self.storedAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request) {
-                return stored
+            try Self.idempotently(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request, nowMs: now) {
+                let after = try Self.moveCoins(db, LedgerMovement(
+                    entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
+                    reference: idempotencyKey, effectKey: nil, item: reason), creatingCustomerWith: ids.uuid)
+                return render(.granted(entryId: entryId, amount: amount, wallet: after))
             }
-            let after = try Self.moveCoins(db, LedgerMovement(
-                entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
-                reference: idempotencyKey, effectKey: nil, item: reason), creatingCustomerWith: ids.uuid)
-            return try Self.storeAnswer(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request,
-                                        answer: render(.granted(entryId: entryId, amount: amount, wallet: after)), nowMs: now)
         }
     }
 
