@@ -302,5 +302,6 @@ enum Schema {
             """),
         consumptionRequestsMigration,
         appAccountTokenRequestsMigration,
+        notificationBodiesMigration,
     ]
 }
