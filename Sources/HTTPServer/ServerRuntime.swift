@@ -223,6 +223,19 @@ final class ServerRuntime: Sendable {
 
     // MARK: - Request flow
 
+    /// The path of a request target (without its query, which libmicrohttpd has split off): the origin form
+    /// (`/a/b`) as is; the absolute form a client must be able to send (`http://host/a/b`, RFC 9112 §3.2.2)
+    /// without its scheme and authority; nil for anything else (`a/b`, `*`), which would otherwise be
+    /// routed as if it began with a slash.
+    static func originPath(of target: String) -> String? {
+        if target.hasPrefix("/") { return target }
+        let lowered = target.lowercased()
+        guard let scheme = ["http://", "https://"].first(where: { lowered.hasPrefix($0) }) else { return nil }
+        let authorityAndPath = target.dropFirst(scheme.count)
+        guard let slash = authorityAndPath.firstIndex(of: "/") else { return authorityAndPath.isEmpty ? nil : "/" }
+        return authorityAndPath.distance(from: authorityAndPath.startIndex, to: slash) == 0 ? nil : String(authorityAndPath[slash...])
+    }
+
     /// Builds the request from what arrived with the headers; returns why to refuse it, if so.
     private func readHead(
         of pending: PendingRequest,
@@ -230,7 +243,8 @@ final class ServerRuntime: Sendable {
         method: UnsafePointer<CChar>
     ) -> HTTPServerRejection? {
         if !acceptsRequests.load(ordering: .relaxed) { return .serviceUnavailable }
-        guard let rawPath = String(validatingCString: url), let path = PercentDecoding.decode(rawPath) else {
+        guard let target = String(validatingCString: url), let rawPath = Self.originPath(of: target),
+              let path = PercentDecoding.decode(rawPath) else {
             return .badRequest
         }
         let connection = pending.connection

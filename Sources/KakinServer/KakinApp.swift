@@ -99,23 +99,26 @@ public final class KakinApp: Sendable {
         return response
     }
 
-    /// Answers the HTTP server's own refusals (body too large, timeouts, shutdown) with the contract's body.
-    public static func rejection(_ rejection: HTTPServerRejection, requestId: String) -> HTTPResponse {
+    /// Answers the HTTP server's own refusals (body too large, timeouts, shutdown, overload) with the
+    /// contract's body, counted in `/metrics` like every other answer (route `refused`, method unknown:
+    /// the server may refuse before it has read one). Runs on the server's threads: never waits.
+    public func refusal(_ rejection: HTTPServerRejection, requestId: String) -> HTTPResponse {
+        let error = Self.error(for: rejection)
+        metrics.countRequest(method: "-", route: "refused", status: error.httpStatus)
+        metrics.count(status: error.httpStatus)
+        metrics.countError(error.kind)
+        return .error(error, requestId: requestId)
+    }
+
+    static func error(for rejection: HTTPServerRejection) -> KakinError {
         switch rejection {
-        case .bodyTooLarge(let limit):
-            return .error(KakinError(.bodyTooLarge, "The request body is larger than \(limit) bytes."), requestId: requestId)
-        case .requestTimeout:
-            return .error(KakinError(.requestTimeout), requestId: requestId)
-        case .serviceUnavailable:
-            return .error(KakinError(.serviceUnavailable), requestId: requestId)
-        case .badRequest:
-            return .error(KakinError(.invalidField, "The request line or path is malformed."), requestId: requestId)
-        case .overloaded:
-            return .error(KakinError(.serviceUnavailable, "The server is overloaded; retry shortly."), requestId: requestId)
-        case .headersTooLarge(let limit):
-            return .error(KakinError(.headersTooLarge, "The request line and headers are larger than \(limit) bytes."), requestId: requestId)
-        case .uriTooLong(let limit):
-            return .error(KakinError(.uriTooLong, "The request's path and query are longer than \(limit) bytes."), requestId: requestId)
+        case .bodyTooLarge(let limit): KakinError(.bodyTooLarge, "The request body is larger than \(limit) bytes.")
+        case .requestTimeout: KakinError(.requestTimeout)
+        case .serviceUnavailable: KakinError(.serviceUnavailable)
+        case .badRequest: KakinError(.invalidField, "The request line or path is malformed.")
+        case .overloaded: KakinError(.serviceUnavailable, "The server is overloaded; retry shortly.")
+        case .headersTooLarge(let limit): KakinError(.headersTooLarge, "The request line and headers are larger than \(limit) bytes.")
+        case .uriTooLong(let limit): KakinError(.uriTooLong, "The request's path and query are longer than \(limit) bytes.")
         }
     }
 

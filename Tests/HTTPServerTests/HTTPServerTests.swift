@@ -407,6 +407,20 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
         await server.shutdown(gracePeriodSeconds: 1)
     }
 
+    @Test func aTargetThatIsNotAPathIs400AndTheAbsoluteFormIsRoutedByItsPath() async throws {
+        let server = try startServer { request in .text("handled \(request.path)") }
+        for target in ["ok", "v1/customers/u1", "*", "http://", "http:///ok", "ftp://x/ok"] {
+            let response = try await rawExchange(port: server.port, "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(response.status == 400, "\(target)")
+        }
+        for (target, path) in [("http://x/ok", "/ok"), ("HTTPS://x:8080/a/b?q=1", "/a/b"), ("http://x", "/")] {
+            let response = try await rawExchange(port: server.port, "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(response.status == 200, "\(target)")
+            #expect(response.text == "handled \(path)", "\(target)")
+        }
+        await server.shutdown(gracePeriodSeconds: 1)
+    }
+
     @Test func headersOverTheLimitAreRefusedAndTheServerKeepsServing() async throws {
         let server = try startServer({ $0.headerBytesMax = 8 * 1024 }) { _ in .text("fine") }
         let big = String(repeating: "a", count: 20 * 1024)

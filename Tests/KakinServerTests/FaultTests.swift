@@ -232,6 +232,11 @@ import Testing
         #expect(uri.status == 414)
         #expect(uri.errorId == "KKN-1041")
         #expect(uri.headers["x-request-id"] != nil)
+        // Counted like every other answer.
+        let metrics = String(decoding: try await k.request("GET", "/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("kakin_http_requests_total{method=\"-\",route=\"refused\",status=\"431\"} 1"), "\(metrics)")
+        #expect(metrics.contains("kakin_http_requests_total{method=\"-\",route=\"refused\",status=\"414\"} 1"))
+        #expect(metrics.contains("kakin_errors_total{id=\"KKN-1040\",code=\"request_header_fields_too_large\"} 1"))
         // libmicrohttpd answers these itself, in HTML and without X-Request-Id (see Sources/HTTPServer/README.md).
         let port = k.runtime.port
         let malformed = try await blockingSocket(port: port) { fd in

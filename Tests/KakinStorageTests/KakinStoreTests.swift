@@ -30,22 +30,29 @@ enum Backend: String, CustomTestStringConvertible, Sendable {
 
 /// A migrated store on a fresh database of `backend` (a temporary SQLite file, or a PostgreSQL schema).
 func withStore(_ backend: Backend, _ body: (KakinStore) async throws -> Void) async throws {
+    try await withDatabase(backend) { db in
+        let store = KakinStore(database: db, ids: CountingIDs(), clock: TestClock())
+        try await store.migrate()
+        try await body(store)
+    }
+}
+
+/// A fresh, empty database of `backend`, closed after `body`.
+func withDatabase(_ backend: Backend, _ body: (any SQLDatabase) async throws -> Void) async throws {
     switch backend {
     case .sqlite:
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        try await withStore(on: try SQLiteDatabase(path: dir.appendingPathComponent("k.db").path), body)
+        try await withDatabase(try SQLiteDatabase(path: dir.appendingPathComponent("k.db").path), body)
     case .postgresql:
-        try await TestPostgres.withSchema { schema in try await withStore(on: try PostgresDatabase(url: schema.url), body) }
+        try await TestPostgres.withSchema { schema in try await withDatabase(try PostgresDatabase(url: schema.url), body) }
     }
 }
 
-private func withStore(on db: any SQLDatabase, _ body: (KakinStore) async throws -> Void) async throws {
-    let store = KakinStore(database: db, ids: CountingIDs(), clock: TestClock())
+private func withDatabase(_ db: any SQLDatabase, _ body: (any SQLDatabase) async throws -> Void) async throws {
     do {
-        try await store.migrate()
-        try await body(store)
+        try await body(db)
     } catch {
         await db.close()
         throw error
@@ -294,6 +301,26 @@ func purchase(_ customer: String, _ tx: TransactionPayload, policy: TransferPoli
             // A failure ends the claim at its retry time.
             try await store.failNotification("n1", error: "boom", nextAttemptMs: 62_000)
             #expect(try await store.claimDueNotifications(owner: "c", nowMs: 62_000, leaseUntilMs: 122_000, limit: 10).map(\.notificationUUID) == ["n1"])
+        }
+    }
+
+    @Test(arguments: Backend.available) func aNotificationStoredBeforeBodiesMovedIsClaimedAndShownWithItsBody(_ backend: Backend) async throws {
+        try await withDatabase(backend) { db in
+            try await db.migrate(Schema.migrations.filter { $0.version < 9 })
+            try await db.write { db in
+                try db.execute("""
+                    INSERT INTO notifications (notification_uuid, notification_type, signed_date_ms, received_at_ms, source, jws, state,
+                        attempts, next_attempt_ms)
+                    VALUES ('old', 'ONE_TIME_CHARGE', 1, 1, 'push', 'h.old.s', 'pending', 0, 0)
+                    """, [])
+            }
+            let store = KakinStore(database: db, ids: CountingIDs(), clock: TestClock())
+            try await store.migrate()
+            #expect(try await store.storeNotification(notification("new", signedDate: 2), jws: "h.new.s", source: "push"))
+            #expect(try await store.notification("old")?.jws == "h.old.s")
+            let claimed = try await store.claimDueNotifications(owner: "a", nowMs: 1_000, leaseUntilMs: 61_000, limit: 10)
+            #expect(claimed.map(\.notificationUUID) == ["old", "new"])
+            #expect(claimed.map(\.jws) == ["h.old.s", "h.new.s"])
         }
     }
 

@@ -51,6 +51,9 @@ public actor PurchaseCoordinator {
     /// The trigger of the retry round running now: an update that arrives meanwhile (StoreKit hands every
     /// unfinished transaction to a new listener) belongs to that round.
     var round: RetryTrigger?
+    /// Retries that ended during the round, whoever ran them: the listener may finish one before the round
+    /// even lists what is unfinished, and the round's report must still show it.
+    var roundOutcomes: [RetryOutcome] = []
 
     enum InFlight {
         case purchase(productID: String)
@@ -259,17 +262,19 @@ public actor PurchaseCoordinator {
 
     /// Sends every unfinished transaction the purchase path is not sending right now, one by one.
     func retryUnfinished(_ trigger: RetryTrigger) async -> [RetryOutcome] {
-        var outcomes: [RetryOutcome] = []
         var attemptsMax = options.retry.attemptsMax
         round = trigger
-        defer { round = nil }
+        roundOutcomes = []
+        defer {
+            round = nil
+            roundOutcomes = []
+        }
         for transaction in await store.unfinished() {
             guard let outcome = await retry(transaction, trigger, attemptsMax: attemptsMax) else { continue }
-            outcomes.append(outcome)
             // Kakin is unreachable: the rest of this round gets one try each instead of a backoff each.
             if case .stillUnfinished(let e) = outcome.result, e.isRetryable { attemptsMax = 1 }
         }
-        return outcomes
+        return roundOutcomes
     }
 
     func handleUpdate(_ transaction: StoreTransaction) async {
@@ -283,16 +288,25 @@ public actor PurchaseCoordinator {
         case .purchase:
             return nil
         case .retry(_, let task):
-            return await task.value
+            let outcome = await task.value
+            noteInRound(outcome)
+            return outcome
         case nil:
             let task = Task { await self.send(transaction, trigger, attemptsMax: attemptsMax) }
             inFlight[transaction.id] = .retry(productID: transaction.productID, task)
             let outcome = await task.value
             inFlight[transaction.id] = nil
             if case .credited(let s) = outcome.result, let c = s.customer { remember(c) }
+            noteInRound(outcome)
             eventSink.yield(.retryFinished(outcome))
             return outcome
         }
+    }
+
+    /// Whichever waiter resumes first reports a retry that ended during a round; the others find it there.
+    func noteInRound(_ outcome: RetryOutcome) {
+        guard round != nil, !roundOutcomes.contains(where: { $0.processID == outcome.processID }) else { return }
+        roundOutcomes.append(outcome)
     }
 
     /// One retry process: the same process ID for each attempt, doubling waits between retryable failures.

@@ -71,6 +71,27 @@ struct SeedZeroFailureTests {
         w.expectChargedOnceCreditedOnce("coins.500", coins: 500)
     }
 
+    /// StoreKit hands every unfinished transaction to a new listener: when the listener's retry ends before
+    /// the launch round lists what is unfinished, the launch report still shows it (the UI's snackbar).
+    @Test func aRetryTheListenerFinishesFirstIsInTheLaunchReport() async {
+        let w = World()
+        #expect(await w.runUntilKilled(.afterPayment) { _ = await $0.purchase("coins.500") })
+        let gate = Gate()
+        w.store.pauseNextUnfinished(gate)
+        let app = w.app()
+        Task {
+            for await event in app.events {
+                if case .retryFinished = event { return gate.open() }
+            }
+        }
+        let report = await app.launch()
+        await app.stopListening()
+        #expect(report.retries.map(\.result.name) == ["credited"])
+        #expect(report.retries.first?.trigger == .launch)
+        #expect(report.stillUnfinished.isEmpty)
+        w.expectChargedOnceCreditedOnce("coins.500", coins: 500)
+    }
+
     @Test func kakinUnreachableAtRelaunchIsRetriedWithBackoffThenAtForeground() async {
         let w = World()
         #expect(await w.runUntilKilled(.afterPayment) { _ = await $0.purchase("coins.500") })

@@ -65,7 +65,7 @@ public final class KakinRuntime: Sendable {
         }
         let (app, database) = try await makeApp(options)
         let server = HTTPServer(configuration: options.http, handler: { [app] req in await app.handle(req) },
-                                rejectionResponder: { rejection, requestId in KakinApp.rejection(rejection, requestId: requestId) })
+                                rejectionResponder: { [app] rejection, requestId in app.refusal(rejection, requestId: requestId) })
         do {
             try server.start()
         } catch {

@@ -97,10 +97,13 @@ extension KakinApp {
 
     /// Claims the notifications due now (other processes on the same database take others) and processes
     /// them; failures are rescheduled with backoff or, per `NotificationRetryPolicy`, moved to `dead` (kept,
-    /// counted, listed, replayable) — never dropped. Returns how many were attempted.
+    /// counted, listed, replayable) — never dropped. Returns how many were attempted. A full batch wakes the
+    /// worker again at once: more may be due (a backlog drains at the worker's pace, not one batch per poll).
     @discardableResult
     public func processDueNotifications() async -> Int {
-        await claims.pass { await processClaimedNotifications() }
+        let attempted = await claims.pass { await processClaimedNotifications() }
+        if attempted == claims.batchMax { notificationWorker.wake() }
+        return attempted
     }
 
     private func processClaimedNotifications() async -> Int {
@@ -112,25 +115,33 @@ extension KakinApp {
             logger.error("notification inbox unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
             return 0
         }
-        for n in due {
-            do {
-                try await applyNotification(n)
-            } catch {
-                metrics.increment(.notificationsFailed)
-                let delayMs = NotificationRetryPolicy.retryDelayMs(afterAttempts: n.attempts + 1)
-                let dead = NotificationRetryPolicy.isDead(after: error.kind, attempts: n.attempts + 1, attemptsMax: settings.notificationAttemptsMax)
-                if dead { metrics.increment(.notificationsDead) }
-                logger.log(dead ? .error : .warning, dead ? "notification processing failed; dead until replayed" : "notification processing failed; will retry", [
-                    "notification.uuid": .string(n.notificationUUID), "error.id": .string(error.kind.id),
-                    "error.detail": .string(error.detail ?? error.message), "retry.inMs": .int(delayMs),
-                ])
-                let about = Self.subject(of: n.jws)
-                try? await store.failNotification(n.notificationUUID, error: error.description, nextAttemptMs: retryClock.nowMs() + delayMs,
-                                                  dead: dead, originalTransactionId: about.originalTransactionId,
-                                                  appAccountToken: about.appAccountToken)
-            }
+        // A batch's notifications are applied side by side: their writes share the writer's commits instead of
+        // each waiting for a commit of its own. Arrival order never changes the outcome (see docs/architecture.md).
+        await withTaskGroup(of: Void.self) { group in
+            for n in due { group.addTask { await self.processClaimedNotification(n) } }
         }
         return due.count
+    }
+
+    /// Applies one claimed notification; a failure is rescheduled with backoff or, per `NotificationRetryPolicy`,
+    /// moved to `dead`.
+    private func processClaimedNotification(_ n: InboxNotification) async {
+        do {
+            try await applyNotification(n)
+        } catch {
+            metrics.increment(.notificationsFailed)
+            let delayMs = NotificationRetryPolicy.retryDelayMs(afterAttempts: n.attempts + 1)
+            let dead = NotificationRetryPolicy.isDead(after: error.kind, attempts: n.attempts + 1, attemptsMax: settings.notificationAttemptsMax)
+            if dead { metrics.increment(.notificationsDead) }
+            logger.log(dead ? .error : .warning, dead ? "notification processing failed; dead until replayed" : "notification processing failed; will retry", [
+                "notification.uuid": .string(n.notificationUUID), "error.id": .string(error.kind.id),
+                "error.detail": .string(error.detail ?? error.message), "retry.inMs": .int(delayMs),
+            ])
+            let about = Self.subject(of: n.jws)
+            try? await store.failNotification(n.notificationUUID, error: error.description, nextAttemptMs: retryClock.nowMs() + delayMs,
+                                              dead: dead, originalTransactionId: about.originalTransactionId,
+                                              appAccountToken: about.appAccountToken)
+        }
     }
 
     /// The original transaction and app account token a stored notification is about (read from its payload,

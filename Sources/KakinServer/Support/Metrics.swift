@@ -4,7 +4,7 @@ import Synchronization
 
 /// `GET /metrics` in Prometheus text format. Layout (one place, so series never collide):
 /// - HTTP: `kakin_http_requests_total{method,route,status}` (route = the matched pattern, `unmatched`
-///   otherwise), `kakin_http_responses_total{class}`, `kakin_errors_total{id,code}`.
+///   otherwise, `refused` for the HTTP edge's own refusals), `kakin_http_responses_total{class}`, `kakin_errors_total{id,code}`.
 /// - Verification: `kakin_verification_failures_total{code}`.
 /// - Business counters: the `Counter` cases (`kakin_purchases_applied_total`, …, `kakin_notifications_dead_total`).
 /// - Notification inbox (read from the database at scrape time, so every process reports the same):

@@ -77,8 +77,8 @@ public struct NotificationCursor: Sendable, Hashable {
 
 extension KakinStore {
     static let notificationColumns = """
-        notification_uuid, notification_type, subtype, signed_date_ms, environment, bundle_id, received_at_ms, source, jws,
-        state, attempts, next_attempt_ms, last_error, applied_at_ms, original_transaction_id, customer_id
+        notification_uuid, notification_type, subtype, signed_date_ms, environment, bundle_id, received_at_ms, source,
+        (SELECT jws FROM notification_bodies b WHERE b.notification_uuid = notifications.notification_uuid) AS jws, state, attempts, next_attempt_ms, last_error, applied_at_ms, original_transaction_id, customer_id
         """
 
     static func storedNotification(_ r: SQLRow) -> StoredNotification {

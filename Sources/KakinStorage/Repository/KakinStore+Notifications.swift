@@ -22,18 +22,23 @@ public enum NotificationState: String, Sendable, CaseIterable {
 }
 
 extension KakinStore {
-    /// Stores a verified notification durably. Returns false for a duplicate `notificationUUID` (which is
+    /// Stores a verified notification durably: its state in `notifications`, its signed body once in
+    /// `notification_bodies` (never updated). Returns false for a duplicate `notificationUUID` (which is
     /// acknowledged and ignored by the caller).
     public func storeNotification(_ n: NotificationPayload, jws: String, source: String) async throws(KakinError) -> Bool {
         let now = clock.nowMs()
         return try await write { db in
-            try db.execute("""
+            let isNew = try db.execute("""
                 INSERT INTO notifications (notification_uuid, notification_type, subtype, signed_date_ms, environment, bundle_id,
-                    received_at_ms, source, jws, state, attempts, next_attempt_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, 0) ON CONFLICT (notification_uuid) DO NOTHING
+                    received_at_ms, source, state, attempts, next_attempt_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, 0) ON CONFLICT (notification_uuid) DO NOTHING
                 """, [.text(n.notificationUUID), .text(n.notificationType.rawValue), SQLValue(n.subtype?.rawValue),
                       .integer(n.signedDate), SQLValue(n.environment?.rawValue), SQLValue(n.bundleId), .integer(now),
-                      .text(source), .text(jws)]) > 0
+                      .text(source)]) > 0
+            if isNew {
+                try db.execute("INSERT INTO notification_bodies (notification_uuid, jws) VALUES (?, ?)", [.text(n.notificationUUID), .text(jws)])
+            }
+            return isNew
         }
     }
 

@@ -13,7 +13,8 @@
 /// `COLLATE "C"` on its text columns so text compares byte by byte as in SQLite (a JWS tie-break or an
 /// `ORDER BY customer_id` gives the same answer on both engines, whatever the database's locale).
 /// Migration 5 adds who claimed a notification (several processes share the inbox) and named leases
-/// (one process at a time runs a periodic job such as the Notification History recovery).
+/// (one process at a time runs a periodic job such as the Notification History recovery). Migration 9 keeps a
+/// notification's signed body apart from its state (`Schema+NotificationBodies.swift`).
 enum Schema {
     static let migrations: [SQLMigration] = [
         SQLMigration(version: 1, name: "customers, transactions, ledger", sql: """
@@ -302,6 +303,7 @@ enum Schema {
             """),
         consumptionRequestsMigration,
         appAccountTokenRequestsMigration,
+        notificationBodiesMigration,
         walletFillFactorMigration,
     ]
 }

@@ -9,13 +9,17 @@ import Foundation
 /// changing again and again, and fsyncs more). A background checkpoint copies frames while commits go
 /// on, so under steady load it seldom reaches the end of the WAL, and SQLite restarts the WAL from its
 /// beginning only once every frame is copied. So at `walFramesMax` frames the writer checkpoints once
-/// itself, after its commit and before the next batch: that one catches up (nothing commits meanwhile)
-/// and only has the frames since the last background checkpoint left to copy. The WAL stays bounded.
+/// itself, after its commit and before the next batch, waiting first for a background checkpoint in
+/// progress (a PASSIVE checkpoint beside another one does nothing, and on a slow disk the WAL would keep
+/// growing): that one catches up (nothing commits meanwhile) and only has the frames since the last
+/// background checkpoint left to copy. The WAL stays within `walFramesMax` frames plus one batch.
 final class SQLiteCheckpointer: @unchecked Sendable {
     // @unchecked: `requested` and `isClosed` are read and written only while `condition` is locked.
     private let condition = NSCondition()
     private var requested = false
     private var isClosed = false
+    /// Held while a checkpoint runs on either connection.
+    private let running = NSLock()
 
     /// Wakes the checkpoint thread; never blocks (called on the writer thread after a commit).
     func request() {
@@ -37,9 +41,17 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     func run(_ handle: SQLiteHandle) {
         while waitForRequest() {
             // A failed checkpoint (I/O error, busy) changes nothing on disk; the next request retries.
-            _ = try? handle.checkpoint()
+            _ = try? exclusively { try handle.checkpoint() }
         }
         handle.close()
+    }
+
+    /// Runs `checkpoint` once no other checkpoint is running (the writer's catch-up waits for the
+    /// background one instead of failing beside it).
+    func exclusively<R>(_ checkpoint: () throws -> R) rethrows -> R {
+        running.lock()
+        defer { running.unlock() }
+        return try checkpoint()
     }
 
     /// Blocks until a checkpoint is requested (true) or the checkpointer is closed (false).
@@ -74,7 +86,7 @@ final class WALCommitHook {
         if walFrames < requestedAtFrames { requestedAtFrames = 0 }
         if walFrames >= walFramesMax, let connection {
             // Like SQLite's own automatic checkpoint, a failure here is left for the next commit.
-            _ = try? connection.checkpoint()
+            _ = try? checkpointer.exclusively { try connection.checkpoint() }
             requestedAtFrames = 0
         } else if walFrames >= requestedAtFrames + checkpointFramesMin {
             requestedAtFrames = walFrames

@@ -105,6 +105,7 @@ final class InMemoryAppStore: Store, @unchecked Sendable {
         var options: [StorePurchaseOptions] = []
         var subscribers: [AsyncStream<StoreTransaction>.Continuation] = []
         var purchaseGate: Gate?
+        var unfinishedGate: Gate?
     }
 
     let state: Locked<State>
@@ -127,6 +128,8 @@ final class InMemoryAppStore: Store, @unchecked Sendable {
     func setNext(_ n: Next) { state.with { $0.next = n } }
     func setSyncFails() { state.with { $0.syncFails = true } }
     func pauseNextPurchase(_ gate: Gate) { state.with { $0.purchaseGate = gate } }
+    /// The next `unfinished()` waits at `gate` (the listener may act first, as on a slow device).
+    func pauseNextUnfinished(_ gate: Gate) { state.with { $0.unfinishedGate = gate } }
 
     /// A transaction made elsewhere (renewal, Ask to Buy approval, another device): unfinished and delivered
     /// to every listener.
@@ -167,7 +170,14 @@ final class InMemoryAppStore: Store, @unchecked Sendable {
         return stream
     }
 
-    func unfinished() async -> [StoreTransaction] { queue }
+    func unfinished() async -> [StoreTransaction] {
+        let gate = state.with { s -> Gate? in
+            defer { s.unfinishedGate = nil }
+            return s.unfinishedGate
+        }
+        await gate?.wait()
+        return queue
+    }
 
     func currentEntitlements() async -> [StoreTransaction] {
         state.with { s in s.charges.filter { $0.productType != .consumable && $0.revocationDate == nil } }
