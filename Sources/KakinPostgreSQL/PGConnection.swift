@@ -18,7 +18,9 @@ import KakinStorage
 /// the engine's own statements can wait (`later`) and travel with the next body statement in one round
 /// trip (libpq's pipeline mode): `BEGIN` with a read's first query, `RELEASE SAVEPOINT w; SAVEPOINT w`
 /// with the next write's first statement.
-final class PGConnection {
+final class PGConnection: SQLConnection {
+    var dialect: SQLDialect { .postgresql }
+
     private var conn: OpaquePointer?
     private let statementsCachedMax: Int
     private let queryRowsMax: Int

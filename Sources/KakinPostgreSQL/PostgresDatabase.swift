@@ -182,7 +182,7 @@ public final class PostgresDatabase: SQLDatabase {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = PGWriteJob(
                 run: { connection in
-                    let scoped = PostgresScopedConnection(connection)
+                    let scoped = ScopedSQLConnection(connection)
                     let result = Result { try body(scoped) }
                     scoped.invalidate()
                     return PGWriteOutcome(bodyError: result.failure) { continuation.resume(with: result) }
@@ -199,7 +199,7 @@ public final class PostgresDatabase: SQLDatabase {
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = PGReadJob { connection in
-                let scoped = PostgresScopedConnection(connection)
+                let scoped = ScopedSQLConnection(connection)
                 let result = Result { try body(scoped) }
                 scoped.invalidate()
                 return PGReadOutcome { continuation.resume(with: result) }
@@ -242,7 +242,6 @@ extension PostgresDatabase {
     ///   - url: the server to measure (the one Kakin runs on).
     ///   - seconds: measuring time, 0.1...600.
     public static func measureSingleRowDurableCommits(url: String, password: String? = nil, seconds: Double) throws -> Double {
-        precondition((0.1...600).contains(seconds), "seconds must be in 0.1...600")
         let options = Options()
         let settings = PostgresConnectionSettings(
             url: url, password: password, connectTimeoutSeconds: options.connectTimeoutSeconds, statementTimeoutMs: options.statementTimeoutMs,
@@ -250,15 +249,7 @@ extension PostgresDatabase {
         let connection = try PGConnection(settings, statementsCachedMax: 4, queryRowsMax: 1)
         defer { connection.close() }
         try connection.run("SET synchronous_commit = on; CREATE TABLE IF NOT EXISTS single_row_commits (id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL)")
-        let clock = ContinuousClock()
-        let start = clock.now
-        let deadline = start.advanced(by: .seconds(seconds))
-        var commits = 0
-        while clock.now < deadline {
-            try connection.execute("INSERT INTO single_row_commits (payload) VALUES (?)", [.text("coin")])
-            commits += 1
-        }
-        return Double(commits) / (start.duration(to: clock.now) / .seconds(1))
+        return try SQLMeasure.singleRowCommitsPerSecond(on: connection, seconds: seconds)
     }
 }
 

@@ -110,3 +110,55 @@ public struct SQLMigration: Sendable, Hashable {
         }
     }
 }
+
+/// What a write or read body sees: forwards to the engine's connection while the body runs and refuses
+/// afterwards, so a body that kept its connection cannot touch another unit of work.
+public final class ScopedSQLConnection<Base: SQLConnection>: SQLConnection {
+    private var base: Base?
+    public let dialect: SQLDialect
+
+    public init(_ base: Base) {
+        self.base = base
+        dialect = base.dialect
+    }
+
+    /// Called when the body returned; later use throws.
+    public func invalidate() { base = nil }
+
+    public func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int {
+        try live(sql).execute(sql, parameters)
+    }
+
+    public func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        try live(sql).query(sql, parameters)
+    }
+
+    public func queryOne(_ sql: String, _ parameters: [SQLValue]) throws -> SQLRow? {
+        try live(sql).queryOne(sql, parameters)
+    }
+
+    private func live(_ sql: String) throws -> Base {
+        guard let base else {
+            throw SQLError(kind: .misuse, message: "SQLConnection used after the closure it was handed to returned", sql: sql)
+        }
+        return base
+    }
+}
+
+/// The benchmarks' baseline, the same on both engines.
+public enum SQLMeasure {
+    /// Commits per second of one-row INSERTs into `single_row_commits (payload)`, each its own transaction,
+    /// back to back on `connection` for `seconds` (0.1...600). Blocks the calling thread.
+    public static func singleRowCommitsPerSecond(on connection: some SQLConnection, seconds: Double) throws -> Double {
+        precondition((0.1...600).contains(seconds), "seconds must be in 0.1...600")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start.advanced(by: .seconds(seconds))
+        var commits = 0
+        while clock.now < deadline {
+            try connection.execute("INSERT INTO single_row_commits (payload) VALUES (?)", [.text("coin")])
+            commits += 1
+        }
+        return Double(commits) / (start.duration(to: clock.now) / .seconds(1))
+    }
+}

@@ -166,7 +166,7 @@ public final class SQLiteDatabase: SQLDatabase {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = WriteJob(
                 run: { handle in
-                    let connection = SQLiteScopedConnection(handle)
+                    let connection = ScopedSQLConnection(handle)
                     let result = Result { try body(connection) }
                     connection.invalidate()
                     return WriteOutcome(bodyError: result.failure) { batchError in
@@ -190,7 +190,7 @@ public final class SQLiteDatabase: SQLDatabase {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = ReadJob(
                 run: { [recorder] handle in
-                    let connection = SQLiteScopedConnection(handle)
+                    let connection = ScopedSQLConnection(handle)
                     let result = Result { try body(connection) }
                     connection.invalidate()
                     recorder.recordRead()
@@ -241,19 +241,10 @@ extension SQLiteDatabase {
     ///   - path: a database file (created if missing) that no `SQLiteDatabase` is writing to.
     ///   - seconds: measuring time, 0.1...600.
     public static func measureSingleRowDurableCommits(path: String, seconds: Double) throws -> Double {
-        precondition((0.1...600).contains(seconds), "seconds must be in 0.1...600")
         let handle = try SQLiteHandle(path: path, role: .writer(durable: true), options: Options())
         defer { handle.close() }
         try handle.execute("CREATE TABLE IF NOT EXISTS single_row_commits (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)", [])
-        let clock = ContinuousClock()
-        let start = clock.now
-        let deadline = start.advanced(by: .seconds(seconds))
-        var commits = 0
-        while clock.now < deadline {
-            try handle.execute("INSERT INTO single_row_commits (payload) VALUES (?)", [.text("coin")])
-            commits += 1
-        }
-        return Double(commits) / (start.duration(to: clock.now) / .seconds(1))
+        return try SQLMeasure.singleRowCommitsPerSecond(on: handle, seconds: seconds)
     }
 }
 

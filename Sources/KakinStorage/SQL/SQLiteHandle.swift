@@ -4,7 +4,9 @@ import CSQLite
 ///
 /// Used by exactly one thread at a time (opened with `SQLITE_OPEN_NOMUTEX`); never `Sendable`.
 /// Statements are cached by SQL text, least recently used evicted beyond `statementsCachedMax`.
-final class SQLiteHandle {
+final class SQLiteHandle: SQLConnection {
+    var dialect: SQLDialect { .sqlite }
+
     enum Role {
         /// Read-write, creates the file, switches it to WAL.
         case writer(durable: Bool)
@@ -375,33 +377,3 @@ private func sqliteAuthorizer(
     return SQLITE_DENY
 }
 
-/// What a write or read body sees: forwards to the handle while the body runs, refuses afterwards.
-final class SQLiteScopedConnection: SQLConnection {
-    private var handle: SQLiteHandle?
-
-    var dialect: SQLDialect { .sqlite }
-
-    init(_ handle: SQLiteHandle) { self.handle = handle }
-
-    /// Called when the body returned; later use throws instead of touching another unit of work.
-    func invalidate() { handle = nil }
-
-    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int {
-        try live(sql).execute(sql, parameters)
-    }
-
-    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
-        try live(sql).query(sql, parameters)
-    }
-
-    func queryOne(_ sql: String, _ parameters: [SQLValue]) throws -> SQLRow? {
-        try live(sql).queryOne(sql, parameters)
-    }
-
-    private func live(_ sql: String) throws -> SQLiteHandle {
-        guard let handle else {
-            throw SQLError(kind: .misuse, message: "SQLConnection used after the closure it was handed to returned", sql: sql)
-        }
-        return handle
-    }
-}
