@@ -278,6 +278,11 @@ public actor PurchaseCoordinator {
     }
 
     func handleUpdate(_ transaction: StoreTransaction) async {
+        // StoreKit hands a new listener every unfinished transaction; one the launch round (or the purchase
+        // path) finished meanwhile is still in the stream, and needs nothing more.
+        if inFlight[transaction.id] == nil {
+            guard await store.unfinished().contains(where: { $0.id == transaction.id }) else { return }
+        }
         _ = await retry(transaction, round ?? .update, attemptsMax: options.retry.attemptsMax)
     }
 

@@ -116,6 +116,26 @@ struct PurchaseFlowTests {
         w.expectChargedOnceCreditedOnce("coins.100", coins: 100)
     }
 
+    /// StoreKit's updates may still hold a transaction another path finished: the listener sends it no
+    /// second time.
+    @Test func anUpdateForATransactionAlreadyFinishedIsNotSentAgain() async {
+        let w = World()
+        let app = w.app()
+        guard let bought = await app.purchase("coins.100").completed else {
+            Issue.record("not bought")
+            return
+        }
+        await app.startListening()
+        w.store.redeliver(bought.transaction)
+        let other = w.store.deliverFromOutside("coins.500")
+        for await event in app.events {
+            if case .retryFinished(let o) = event, o.transaction.id == other.id { break }
+        }
+        await app.stopListening()
+        #expect(w.kakin.submits.map(\.transactionID) == [bought.transaction.id, other.id])
+        #expect(w.store.queue.isEmpty)
+    }
+
     @Test func eachRetryOutcomeAndTheStillProcessingAlertAreEvents() async {
         let w = World()
         #expect(await w.runUntilKilled(.afterPayment) { _ = await $0.purchase("coins.100") })
