@@ -27,7 +27,7 @@ let package = Package(
         // SQL storage: SQLite with group commit; the repository over it.
         .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"], exclude: ["SQL/README.md"]),
         // The PostgreSQL engine of KakinStorage's SQLDatabase, over libpq: many Kakin processes on one database.
-        .target(name: "KakinPostgreSQL", dependencies: ["KakinStorage", "CLibPQ"], exclude: ["README.md"]),
+        .target(name: "KakinPostgreSQL", dependencies: ["KakinCore", "KakinStorage", "CLibPQ"], exclude: ["README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.

@@ -1,4 +1,5 @@
 import CLibPQ
+import KakinCore
 import KakinStorage
 
 #if canImport(Glibc)
@@ -383,14 +384,7 @@ final class PGConnection: SQLConnection {
             guard !s.utf8.contains(0) else { throw SQLError(kind: .misuse, message: "PostgreSQL text cannot hold a NUL character", sql: sql) }
             return s
         case .blob(let bytes):
-            var hex = "\\x"
-            hex.reserveCapacity(2 + bytes.count * 2)
-            let digits = Array("0123456789abcdef")
-            for byte in bytes {
-                hex.append(digits[Int(byte >> 4)])
-                hex.append(digits[Int(byte & 0x0F)])
-            }
-            return hex
+            return "\\x" + Hex.encode(bytes)
         }
     }
 
@@ -447,14 +441,7 @@ final class PGConnection: SQLConnection {
     /// `\x48656c6c6f` (PostgreSQL's hex output) to bytes.
     private static func decodeBytea(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x") else { return Array(bytes) }
-        func nibble(_ c: UInt8) -> UInt8 {
-            switch c {
-            case 0x30...0x39: c - 0x30
-            case 0x61...0x66: c - 0x61 + 10
-            case 0x41...0x46: c - 0x41 + 10
-            default: 0
-            }
-        }
+        func nibble(_ c: UInt8) -> UInt8 { Hex.nibble(c) ?? 0 }
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count - 2) / 2)
         var i = 2

@@ -59,7 +59,7 @@ public enum SearchQuery {
         for (i, c) in u.enumerated() {
             if [8, 13, 18, 23].contains(i) {
                 if c != UInt8(ascii: "-") { return false }
-            } else if Hex.value(c) == nil {
+            } else if Hex.nibble(c) == nil {
                 return false
             }
         }
@@ -73,27 +73,5 @@ public enum SearchQuery {
         guard (10...12).contains(u.count) else { return false }
         let alnum = u.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }
         return alnum && u.contains { $0 >= 0x41 && $0 <= 0x5A }
-    }
-}
-
-enum Hex {
-    static func value(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
