@@ -89,6 +89,18 @@ final class KakinServerProcess {
         return (result, try cpuSeconds - before)
     }
 
+    /// A wrk run of `options`' length against `path` on this server (or, with `scriptArguments`, of
+    /// `Benchmarks/wrk/customer-reads.lua` over the seeded customers), and the server CPU time per answer.
+    func customerReads(_ path: String, _ scriptArguments: [String]?, _ options: BenchOptions,
+                       _ workspace: BenchWorkspace) throws -> (run: Wrk.Run, cpuPerRequest: Double) {
+        let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
+        let (run, cpuSeconds) = try measuringCPU {
+            try Wrk.run(url: "http://127.0.0.1:\(port)" + path, seconds: options.loadSeconds, connections: options.connections,
+                        script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
+        }
+        return (run, cpuSeconds / Double(max(1, run.requests)))
+    }
+
     /// SIGKILL: no shutdown code runs, whatever was in flight is cut off. Nothing when it already exited.
     func kill() {
         if process.isRunning { sendSIGKILL(process) }

@@ -15,14 +15,8 @@ enum StatusHistoryBenchmark {
     static func run(_ workspace: BenchWorkspace, _ options: BenchOptions) throws -> BenchResult {
         let (config, _) = try workspace.writeConfig("history", products: BenchAppStore.productsWithSubscriptionsJSON)
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("history.log"))
-        let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
-        let url = "http://127.0.0.1:\(server.port)"
         func load(_ path: String, _ scriptArguments: [String]?) throws -> (run: Wrk.Run, cpuPerRequest: Double) {
-            let (run, cpuSeconds) = try server.measuringCPU {
-                try Wrk.run(url: url + path, seconds: options.loadSeconds, connections: options.connections,
-                            script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
-            }
-            return (run, cpuSeconds / Double(max(1, run.requests)))
+            try server.customerReads(path, scriptArguments, options, workspace)
         }
         var result = BenchResult()
         var healthz: [(run: Wrk.Run, cpuPerRequest: Double)] = [], status = healthz, firstMonth = healthz
