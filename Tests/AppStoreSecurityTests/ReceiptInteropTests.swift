@@ -43,7 +43,7 @@ import Testing
         }
         let receipts = try Self.receipts()
         let request: JSONValue = ["receipts": .array(receipts.map { ["name": .string($0.name), "base64": .string($0.base64)] })]
-        let answer = try Self.ask(request)
+        let answer = try InteropTests.askApple(request, script: Self.script)
         var compared = 0
         for (name, base64) in receipts {
             let apple = try #require(answer["receipts"]?[name], "no answer for \(name)")
@@ -61,27 +61,5 @@ import Testing
             }
         }
         #expect(compared == 7)
-    }
-
-    static func ask(_ request: JSONValue) throws -> JSONValue {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-receipt-interop-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let requestURL = directory.appendingPathComponent("request.json")
-        let answerURL = directory.appendingPathComponent("answer.json")
-        try Data(request.serialized()).write(to: requestURL)
-        let process = Process()
-        process.executableURL = InteropTests.python
-        process.arguments = [script.path, requestURL.path, answerURL.path]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let data = FileManager.default.contents(atPath: answerURL.path) else {
-            Issue.record("receipt_interop.py failed (\(process.terminationStatus)): \(errorText)")
-            throw InteropTests.InteropFailed()
-        }
-        return try JSONParser.parse([UInt8](data), depthMax: 16)
     }
 }
