@@ -1,14 +1,5 @@
 import KakinCore
 
-/// What happens when a customer's original transaction (or app account token) is already linked to
-/// another customer.
-public enum TransferPolicy: String, Sendable, CaseIterable {
-    /// The first owner keeps it; the other customer gets 403 `belongs_to_another_customer`.
-    case keepFirstOwner
-    /// Move it to the customer who presented it, and record the transfer in both timelines.
-    case transfer
-}
-
 public struct PurchaseApplication: Sendable {
     public var customerId: String
     public var transaction: TransactionPayload
