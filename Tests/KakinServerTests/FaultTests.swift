@@ -3,6 +3,7 @@ import Glibc
 import HTTPServer
 import KakinCore
 @testable import KakinServer
+import KakinSQLite
 import KakinStorage
 import Synchronization
 import Testing

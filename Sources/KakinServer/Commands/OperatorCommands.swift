@@ -1,6 +1,7 @@
 import Foundation
 import KakinAdmin
 import KakinCore
+import KakinSQLite
 import KakinStorage
 
 /// `kakin report unused-balance --as-of YYYY-MM-DD [--format json|csv] [--config F] [--database URL]`: the

@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import KakinCore
 import KakinPostgreSQL
+import KakinSQLite
 import KakinStorage
 
 /// A running Kakin: the database, the app, the HTTP server and its background workers, stopped together.
