@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Kakin: a self-hostable in-app-purchase backend. Dependency direction:
-// KakinCore (pure) <- AppStoreSecurity, KakinStorage (<- KakinSQLite, KakinPostgreSQL), AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin.
+// KakinCore (pure) <- KakinSystem (clock, IDs), AppStoreSecurity, KakinStorage (<- KakinSQLite, KakinPostgreSQL), AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin.
 // C libraries live only in the C* system-library targets and the one Swift target that wraps each.
 let package = Package(
     name: "Kakin",
@@ -22,6 +22,8 @@ let package = Package(
 
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
         .target(name: "KakinCore", linkerSettings: [.linkedLibrary("m")]),
+        // The real world the core is handed: the wall clock and random IDs (production's Clock and IDGenerator).
+        .target(name: "KakinSystem", dependencies: ["KakinCore"], exclude: ["README.md"]),
         // JWS / X.509 / ES256 over OpenSSL.
         .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources", "README.md"]),
         // SQL storage: the engine-independent SQLDatabase API and the repository over it (no C).
@@ -35,12 +37,12 @@ let package = Package(
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
-        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
+        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
         // the unused paid-coin balance report. Over the store; no App Store or verification code of its own.
         .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
         // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
@@ -56,9 +58,9 @@ let package = Package(
         .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
-        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "KakinSystem"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

@@ -5,6 +5,7 @@ import KakinCore
 @testable import KakinServer
 import KakinSQLite
 import KakinStorage
+import KakinSystem
 import Synchronization
 import Testing
 

@@ -7,6 +7,7 @@ import KakinCore
 import KakinPostgreSQL
 import KakinSQLite
 import KakinStorage
+import KakinSystem
 
 /// A running Kakin: the database, the app, the HTTP server and its background workers, stopped together.
 public final class KakinRuntime: Sendable {
