@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Kakin: a self-hostable in-app-purchase backend. Dependency direction:
-// KakinCore (pure) <- KakinSystem (clock, IDs), AppStoreSecurity, KakinStorage (<- KakinSQLite, KakinPostgreSQL), AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin.
+// KakinCore (pure) <- KakinSystem (clock, IDs), AppStoreSecurity, KakinStorage (<- KakinSQLite, KakinPostgreSQL), AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin (with KakinAppCommand, KakinVerifyCommand).
 // C libraries live only in the C* system-library targets and the one Swift target that wraps each.
 let package = Package(
     name: "Kakin",
@@ -47,11 +47,13 @@ let package = Package(
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
         ]),
-        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand"]),
+        // `kakin verify`: App Store signed data verified and printed, alone or a stream of lines on every core.
+        .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
+        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
-        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),
+        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinVerifyCommand"], exclude: ["Interop"]),
         // The tests' throwaway PostgreSQL (a schema per test); used by test targets only.
         .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinStorage"], path: "Tests/KakinTestPostgres"),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres"]),
