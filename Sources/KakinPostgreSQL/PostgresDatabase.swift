@@ -118,8 +118,8 @@ public final class PostgresDatabase: SQLDatabase {
         /// Bodies in all committed transactions (the sum behind `batchSizeMean`).
         public var bodiesInCommittedBatches = 0
         /// Committed transactions per batch-size bucket (not cumulative), the buckets of
-        /// `SQLiteDatabase.Statistics.batchSizeBucketBounds`, so both engines report one histogram.
-        public var committedBatchSizeCounts = [Int](repeating: 0, count: SQLiteDatabase.Statistics.batchSizeBucketBounds.count)
+        /// `SQLBatchSizeHistogram.bucketBounds`, so both engines report one histogram.
+        public var committedBatchSizeCounts = [Int](repeating: 0, count: SQLBatchSizeHistogram.bucketBounds.count)
     }
 
     public let options: Options
@@ -266,8 +266,7 @@ final class PostgresStatisticsRecorder: Sendable {
             s.writesFailed += size - bodiesSucceeded
             s.bodiesInCommittedBatches += size
             s.batchSizeLargest = max(s.batchSizeLargest, size)
-            let bounds = SQLiteDatabase.Statistics.batchSizeBucketBounds
-            s.committedBatchSizeCounts[bounds.firstIndex { size <= $0 } ?? bounds.count - 1] += 1
+            s.committedBatchSizeCounts[SQLBatchSizeHistogram.bucketIndex(of: size)] += 1
         }
     }
 

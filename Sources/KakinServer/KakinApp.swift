@@ -3,6 +3,7 @@ import HTTPServer
 import KakinAdmin
 import KakinCore
 import KakinStorage
+import KakinSystem
 import Synchronization
 
 /// The composition of Kakin's HTTP API: each route validates its input, calls the pure core and the

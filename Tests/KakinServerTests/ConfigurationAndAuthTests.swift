@@ -2,6 +2,7 @@ import AppStoreSecurity
 import Foundation
 import KakinCore
 @testable import KakinServer
+import KakinSystem
 import Testing
 
 @Suite struct ConfigurationFile {

@@ -3,7 +3,9 @@ import Glibc
 import HTTPServer
 import KakinCore
 @testable import KakinServer
+import KakinSQLite
 import KakinStorage
+import KakinSystem
 import Synchronization
 import Testing
 

@@ -3,6 +3,7 @@ import KakinCore
 import KakinPostgreSQL
 import KakinServer
 import KakinStorage
+import KakinSystem
 import KakinTestPostgres
 import Testing
 

@@ -5,6 +5,7 @@ import HTTPServer
 import KakinCore
 @testable import KakinServer
 import KakinPostgreSQL
+import KakinSQLite
 import KakinStorage
 import KakinTestPostgres
 import Testing

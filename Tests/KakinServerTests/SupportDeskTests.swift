@@ -2,6 +2,7 @@ import AppStoreSecurity
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinSQLite
 import KakinStorage
 @testable import KakinServer
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinSQLite
 import Synchronization
 import KakinPostgreSQL
 import KakinTestPostgres

@@ -112,8 +112,6 @@ public enum KakinCommand {
             return 0
         case "serve":
             return await ServeCommand.run(arguments: rest)
-        case "verify":
-            return VerifyCommand.run(arguments: rest)
         case "ledger":
             return await LedgerCommand.run(arguments: rest)
         case "migrate-db":

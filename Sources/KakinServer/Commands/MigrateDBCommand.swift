@@ -1,5 +1,6 @@
 import KakinCore
 import KakinStorage
+import KakinSystem
 
 /// `kakin migrate-db --from sqlite:PATH --to postgresql://…`: moves a SQLite deployment to PostgreSQL.
 enum MigrateDBCommand {

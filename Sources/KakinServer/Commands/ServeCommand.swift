@@ -5,7 +5,9 @@ import Foundation
 import HTTPServer
 import KakinCore
 import KakinPostgreSQL
+import KakinSQLite
 import KakinStorage
+import KakinSystem
 
 /// A running Kakin: the database, the app, the HTTP server and its background workers, stopped together.
 public final class KakinRuntime: Sendable {

@@ -1,4 +1,5 @@
 import KakinPostgreSQL
+import KakinSQLite
 import KakinStorage
 
 extension KakinApp {

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinSQLite
 import KakinStorage
 import Synchronization
 

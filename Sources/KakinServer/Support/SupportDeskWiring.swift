@@ -2,6 +2,7 @@ import AppStoreSecurity
 import HTTPServer
 import KakinAdmin
 import KakinCore
+import KakinSQLite
 import KakinStorage
 
 /// What the support desk needs from the rest of Kakin, and what Kakin feeds it: errors answered (for

@@ -1,4 +1,5 @@
 import CSQLite
+import KakinStorage
 
 /// One SQLite connection with its prepared-statement cache.
 ///

@@ -1,3 +1,4 @@
+import KakinStorage
 import Synchronization
 
 /// `SQLDatabase` over one SQLite file in WAL mode: one writer thread that group-commits, and a few
@@ -94,7 +95,7 @@ public final class SQLiteDatabase: SQLDatabase {
         public var bodiesInCommittedBatches = 0
 
         /// Upper bounds of the batch-size histogram's buckets (the last one also takes anything larger).
-        public static let batchSizeBucketBounds = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+        public static let batchSizeBucketBounds = SQLBatchSizeHistogram.bucketBounds
         /// Committed transactions per batch-size bucket (not cumulative): how much group commit happens.
         public var committedBatchSizeCounts = [Int](repeating: 0, count: batchSizeBucketBounds.count)
 
@@ -264,8 +265,7 @@ final class SQLiteStatisticsRecorder: Sendable {
                 statistics.commits += 1
                 statistics.bodiesInCommittedBatches += size
                 statistics.batchSizeLargest = max(statistics.batchSizeLargest, size)
-                let bounds = SQLiteDatabase.Statistics.batchSizeBucketBounds
-                statistics.committedBatchSizeCounts[bounds.firstIndex { size <= $0 } ?? bounds.count - 1] += 1
+                statistics.committedBatchSizeCounts[SQLBatchSizeHistogram.bucketIndex(of: size)] += 1
             }
         }
     }

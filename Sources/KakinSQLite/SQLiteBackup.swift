@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import KakinStorage
 
 /// What `SQLiteDatabase.backup` wrote.
 public struct SQLiteBackupSummary: Sendable, Hashable {

@@ -1,3 +1,5 @@
+import KakinStorage
+
 /// A job for the writer thread.
 enum WriterJob: Sendable {
     /// A `write` body; consecutive writes are group-committed in one transaction.

@@ -1,4 +1,5 @@
 import Foundation
+import KakinStorage
 
 /// Copies the WAL back into the database file on its own thread and connection, so that commits don't
 /// pay for it. SQLite's automatic checkpoint runs inside the COMMIT that crosses its threshold: every

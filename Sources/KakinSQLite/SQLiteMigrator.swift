@@ -1,3 +1,5 @@
+import KakinStorage
+
 /// Applies `SQLMigration`s on the writer's connection, outside any write batch.
 struct SQLiteMigrator {
     let handle: SQLiteHandle
