@@ -39,10 +39,14 @@ let package = Package(
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
-        // the unused paid-coin balance report. Over the store; no App Store or verification code of its own.
-        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
-        // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
+        // the unused paid-coin balance report. An adapter over KakinService's use cases and the store's queries.
+        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
+        // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
+        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient"],
+                exclude: ["README.md"]),
+        // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
@@ -54,15 +58,16 @@ let package = Package(
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinVerifyCommand"], exclude: ["Interop"]),
-        // The tests' throwaway PostgreSQL (a schema per test); used by test targets only.
-        .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinStorage"], path: "Tests/KakinTestPostgres"),
+        // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.
+        .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinSQLite", "KakinStorage"], path: "Tests/KakinTestPostgres"),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres"]),
+        .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres"]),
         .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "KakinSystem"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinCore", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

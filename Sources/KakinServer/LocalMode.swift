@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 import Synchronization
 
 /// Local mode, the newcomer's first run: SQLite, the demo catalog, and the App Store simulator mounted
@@ -68,7 +69,7 @@ final class LocalMode: Sendable {
             let response = await app.handle(request)
             // Read-your-writes: the simulator call that caused this notification (clock, purchase,
             // action) answers only once Kakin has applied it, so a status read right after is current.
-            if (200...206).contains(response.status) { await app.notificationWorker.completePass() }
+            if (200...206).contains(response.status) { await app.services.notifications.worker.completePass() }
             return response
         })
         if let stateFile, let bytes = FileManager.default.contents(atPath: stateFile) {
@@ -100,7 +101,7 @@ final class LocalMode: Sendable {
         let app = runtime.app
         kakin.set(app)
         let key = simulator.apiKey
-        try app.connectAppStoreServerAPI(Configuration.AppStoreServerAPI(
+        try app.services.connectAppStoreServerAPI(AppStoreServerAPISettings(
             issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM,
             baseURL: "http://127.0.0.1:\(runtime.port)/simulator"))
     }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
 import KakinSQLite
 import KakinStorage

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import KakinCore
+import KakinService
 
 /// A tiny flag parser: `--name value` pairs, repeatable flags, positionals. Unknown flags and bad values
 /// are a one-line error and exit status 2 (the contract).

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinService
 import KakinStorage
 import KakinSystem
 

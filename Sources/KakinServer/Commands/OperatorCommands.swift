@@ -1,6 +1,7 @@
 import Foundation
 import KakinAdmin
 import KakinCore
+import KakinService
 import KakinSQLite
 import KakinStorage
 

@@ -21,9 +21,9 @@ public final class BackgroundLoop: Sendable {
         var passWaiters: [(pass: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    init(pollIntervalMs: Int64 = 1000) { self.pollIntervalMs = pollIntervalMs }
+    public init(pollIntervalMs: Int64 = 1000) { self.pollIntervalMs = pollIntervalMs }
 
-    func start(_ work: @escaping @Sendable () async -> Void) {
+    public func start(_ work: @escaping @Sendable () async -> Void) {
         let task = Task.detached { [self] in
             while !Task.isCancelled {
                 state.withLock { $0.passesBegun += 1 }

@@ -33,26 +33,3 @@ final class NotificationClaims: Sendable {
     /// Passes claiming or applying notifications right now.
     var inProgress: Int { passes.withLock { $0 } }
 }
-
-extension KakinApp {
-    /// Name of the lease that makes one process at a time read Notification History.
-    static let recoveryLease = "notificationHistoryRecovery"
-    /// How long a recovery run may hold the lease before another process may start one.
-    static let recoveryRunLeaseMs: Int64 = 10 * 60 * 1000
-
-    /// The periodic Notification History recovery, in turn with the other processes: runs when no process
-    /// ran it in the last 90 % of `intervalMs` (so the fleet reads the history about once per interval,
-    /// whatever the number of processes); after a failure the turn is handed back at once.
-    func recoverMissedNotificationsInTurn(everyMs intervalMs: Int64) async {
-        let now = retryClock.nowMs()
-        do {
-            guard try await store.takeLease(Self.recoveryLease, owner: claims.owner, nowMs: now, untilMs: now + Self.recoveryRunLeaseMs) else { return }
-        } catch {
-            logger.warning("notification history recovery lease not taken; will retry", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
-            return
-        }
-        let succeeded = await recoverMissedNotificationsLogged()
-        let end = succeeded ? retryClock.nowMs() + intervalMs * 9 / 10 : retryClock.nowMs()
-        try? await store.setLeaseEnd(Self.recoveryLease, owner: claims.owner, untilMs: end)
-    }
-}

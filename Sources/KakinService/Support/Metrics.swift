@@ -1,5 +1,4 @@
 import KakinCore
-import KakinSQLite
 import KakinStorage
 import Synchronization
 
@@ -73,11 +72,28 @@ public final class Metrics: Sendable {
     }
 
     /// What is read from elsewhere at scrape time.
-    struct Sampled {
-        var inbox: [InboxDepth]?
-        var nowMs: Int64 = 0
-        var database: SQLiteDatabase.Statistics?
-        var recentErrorsDropped: Int64 = 0
+    public struct Sampled: Sendable {
+        public var inbox: [InboxDepth]?
+        public var nowMs: Int64 = 0
+        public var database: DatabaseFigures?
+        public var recentErrorsDropped: Int64 = 0
+        public init() {}
+    }
+
+    /// Either engine's group commit, in one shape (`kakin_db_commit_batch_size`, `kakin_db_write_queue_depth`).
+    public struct DatabaseFigures: Sendable {
+        public var commits: Int
+        public var bodiesInCommittedBatches: Int
+        /// Committed transactions per `SQLBatchSizeHistogram.bucketBounds` bucket (not cumulative).
+        public var committedBatchSizeCounts: [Int]
+        public var writeQueueDepth: Int
+
+        public init(commits: Int, bodiesInCommittedBatches: Int, committedBatchSizeCounts: [Int], writeQueueDepth: Int) {
+            self.commits = commits
+            self.bodiesInCommittedBatches = bodiesInCommittedBatches
+            self.committedBatchSizeCounts = committedBatchSizeCounts
+            self.writeQueueDepth = writeQueueDepth
+        }
     }
 
     /// Bounds the labelled families (methods, routes and statuses are few; this guards against surprises).
@@ -91,30 +107,30 @@ public final class Metrics: Sendable {
 
     public func value(_ counter: Counter) -> Int64 { values.withLock { $0.counters[counter] ?? 0 } }
 
-    func count(status: Int) {
+    public func count(status: Int) {
         let i = min(max(status / 100 - 1, 0), 4)
         values.withLock { $0.responsesByClass[i] += 1 }
     }
 
-    func countRequest(method: String, route: String, status: Int) {
+    public func countRequest(method: String, route: String, status: Int) {
         let key = RouteKey(method: method, route: route, status: status)
         values.withLock { v in
             if v.requests[key] != nil || v.requests.count < Self.seriesPerFamilyMax { v.requests[key, default: 0] += 1 }
         }
     }
 
-    func countAppStoreCall(endpoint: String, result: String) {
+    public func countAppStoreCall(endpoint: String, result: String) {
         let key = CallKey(endpoint: endpoint, result: result)
         values.withLock { v in
             if v.appStoreCalls[key] != nil || v.appStoreCalls.count < Self.seriesPerFamilyMax { v.appStoreCalls[key, default: 0] += 1 }
         }
     }
 
-    func countError(_ kind: ErrorKind) { values.withLock { $0.errors[kind, default: 0] += 1 } }
+    public func countError(_ kind: ErrorKind) { values.withLock { $0.errors[kind, default: 0] += 1 } }
 
-    func countVerificationFailure(_ code: VerificationCode) { values.withLock { $0.verificationFailures[code, default: 0] += 1 } }
+    public func countVerificationFailure(_ code: VerificationCode) { values.withLock { $0.verificationFailures[code, default: 0] += 1 } }
 
-    func prometheusText(_ sampled: Sampled) -> String {
+    public func prometheusText(_ sampled: Sampled) -> String {
         let v = values.withLock { $0 }
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) { out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n" }
@@ -147,7 +163,7 @@ public final class Metrics: Sendable {
         if let db = sampled.database {
             family("kakin_db_commit_batch_size", "histogram", "Write bodies per committed database transaction (group commit).")
             var cumulative = 0
-            for (bound, n) in zip(SQLiteDatabase.Statistics.batchSizeBucketBounds, db.committedBatchSizeCounts) {
+            for (bound, n) in zip(SQLBatchSizeHistogram.bucketBounds, db.committedBatchSizeCounts) {
                 cumulative += n
                 out += "kakin_db_commit_batch_size_bucket{le=\"\(bound)\"} \(cumulative)\n"
             }
