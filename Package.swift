@@ -21,13 +21,13 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
-        .target(name: "KakinCore", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "KakinCore", exclude: ["README.md"], linkerSettings: [.linkedLibrary("m")]),
         // The real world the core is handed: the wall clock and random IDs (production's Clock and IDGenerator).
         .target(name: "KakinSystem", dependencies: ["KakinCore"], exclude: ["README.md"]),
         // JWS / X.509 / ES256 over OpenSSL.
         .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources", "README.md"]),
         // SQL storage: the engine-independent SQLDatabase API and the repository over it (no C).
-        .target(name: "KakinStorage", dependencies: ["KakinCore"], exclude: ["SQL/README.md"]),
+        .target(name: "KakinStorage", dependencies: ["KakinCore"], exclude: ["README.md", "SQL/README.md"]),
         // The SQLite engine of KakinStorage's SQLDatabase: group commit on one writer thread, readers, checkpoints, backup.
         .target(name: "KakinSQLite", dependencies: ["KakinCore", "KakinStorage", "CSQLite"], exclude: ["README.md"]),
         // The PostgreSQL engine of KakinStorage's SQLDatabase, over libpq: many Kakin processes on one database.
@@ -46,20 +46,20 @@ let package = Package(
         .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient"],
                 exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
-        ]),
+        ], exclude: ["README.md"]),
         // `kakin verify`: App Store signed data verified and printed, alone or a stream of lines on every core.
         .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
-        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand"]),
+        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand"], exclude: ["README.md"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinVerifyCommand"], exclude: ["Interop"]),
         // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.
-        .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinSQLite", "KakinStorage"], path: "Tests/KakinTestPostgres"),
+        .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinSQLite", "KakinStorage"], path: "Tests/KakinTestPostgres", exclude: ["README.md"]),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres"]),
         .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres"]),
         .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),

@@ -1,4 +1,5 @@
 import Foundation
+import KakinCore
 import KakinStorage
 import Synchronization
 
@@ -150,7 +151,9 @@ public final class PostgresDatabase: SQLDatabase {
         readQueue = JobQueue(name: "read", depthMax: options.queueDepthMax)
         let gate = WriterGate()
         for index in 0..<options.writerConnections {
-            let writer = PostgresWriter(session: makeSession(), queue: writeQueue, options: options, statistics: recorder, gate: gate)
+            var system = SystemRandomNumberGenerator()
+            let writer = PostgresWriter(session: makeSession(), queue: writeQueue, options: options, statistics: recorder, gate: gate,
+                                        random: SeededRandom(seed: system.next()))
             threads.start(name: "pg-writer-\(index)") { writer.run() }
         }
         for index in 0..<options.readerConnections {
@@ -260,6 +263,7 @@ final class PostgresStatisticsRecorder: Sendable {
     func snapshot() -> PostgresDatabase.Statistics { state.withLock { $0 } }
 
     func recordCommit(size: Int, bodiesSucceeded: Int) {
+        precondition(size >= 1 && (0...size).contains(bodiesSucceeded), "a batch of \(size) with \(bodiesSucceeded) bodies succeeded")
         state.withLock { s in
             s.commits += 1
             s.writesCommitted += bodiesSucceeded

@@ -257,6 +257,8 @@ final class SQLiteStatisticsRecorder: Sendable {
 
     /// Called before the batch's callers are resumed, so a caller that returned sees its batch counted.
     func recordBatch(size: Int, committed: Bool, bodiesSucceeded: Int) {
+        precondition(size >= 1 && (0...size).contains(bodiesSucceeded), "a batch of \(size) with \(bodiesSucceeded) bodies succeeded")
+        precondition(committed || bodiesSucceeded == 0, "a body of a rolled-back batch counted as succeeded")
         state.withLock { statistics in
             statistics.batches += 1
             statistics.writesCommitted += bodiesSucceeded

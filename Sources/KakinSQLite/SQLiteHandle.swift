@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 import KakinStorage
 
 /// One SQLite connection with its prepared-statement cache.

@@ -49,8 +49,9 @@ final class SQLiteWriter {
 
     func run() {
         while let jobs = queue.take(countMax: batchSizeMax, joining: { $0.isWrite && $1.isWrite }) {
+            precondition((1...batchSizeMax).contains(jobs.count), "a write batch holds 1...batchSizeMax jobs")
             if case .exclusive(let work) = jobs[0] {
-                assert(jobs.count == 1)
+                precondition(jobs.count == 1, "an exclusive job runs alone")
                 work(handle)
                 continue
             }
@@ -68,6 +69,7 @@ final class SQLiteWriter {
     /// Runs `jobs` in one BEGIN IMMEDIATE … COMMIT and resumes their callers after the COMMIT.
     /// - Returns: jobs not run because SQLite abandoned the transaction part-way; they go in the next one.
     private func runTransaction(_ jobs: ArraySlice<WriteJob>) -> ArraySlice<WriteJob> {
+        precondition((1...batchSizeMax).contains(jobs.count), "a write transaction runs 1...batchSizeMax bodies")
         do {
             try handle.runEngine("BEGIN IMMEDIATE")
         } catch {

@@ -7,7 +7,7 @@ import KakinService
 import Synchronization
 
 /// Local mode, the newcomer's first run: SQLite, the demo catalog, and the App Store simulator mounted
-/// in-process under `/simulator/`. Kakin trusts only the simulator's CA, runs on the simulator's clock
+/// in-process under `/simulator/` (its Server API also at `/inApps/…`). Kakin trusts only the simulator's CA, runs on the simulator's clock
 /// (statuses follow simulated time), and receives its notifications directly: a simulator call answers
 /// only after Kakin has applied the notifications it caused. The simulator's state is kept beside the
 /// database so a restart keeps the same CA, clock and purchases.
@@ -89,8 +89,12 @@ final class LocalMode: Sendable {
         return KakinRuntime.Options(
             configuration: configuration, defaultRootsDER: [simulator.rootCertificateDER], clock: simulator.clock, logger: logger,
             extraRoutes: { router in
+                // The control API under /simulator/; the Server API at Apple's own paths too (/inApps/…), as
+                // `kakin simulator serve` answers it, so a client's base URL can be the same in both modes.
                 for method in ["GET", "POST", "PUT", "DELETE"] {
-                    router.add(method, "/simulator/{rest...}") { request, _ in await simulator.handle(request) }
+                    for mount in ["/simulator/{rest...}", "/inApps/{rest...}"] {
+                        router.add(method, mount) { request, _ in await simulator.handle(request) }
+                    }
                 }
             })
     }
