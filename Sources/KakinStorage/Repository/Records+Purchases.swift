@@ -69,6 +69,12 @@ extension Records {
                   .text(StoredStatusFields.json(of: info)), .integer(nowMs)]) > 0
     }
 
+    /// The stored (newest) copy of a transaction, decoded from its status fields; nil if never stored.
+    public func storedTransaction(_ transactionId: String) throws -> TransactionPayload? {
+        try db.queryOne("SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE transaction_id = ?", [.text(transactionId)])?
+            .string("payload").flatMap(StoredStatusFields.transaction)
+    }
+
     /// The revocation date of the stored (newest) copy of a transaction, if that copy is revoked.
     public func storedRevocationDate(_ transactionId: String) throws -> Int64? {
         try db.queryOne("SELECT revocation_date_ms FROM transactions WHERE transaction_id = ?", [.text(transactionId)])?
