@@ -242,6 +242,7 @@ public struct Ingest: Sendable {
             try r.recordTimeline(customerId: owner, kind: "purchase.applied", reference: tx.transactionId, detail: [
                 "productId": .string(tx.productId), "via": .string(path.via), "grant": grant.json, "purchaseProcessId": .string(purchaseProcessId),
             ])
+            precondition(applied.customerId == owner && decision.owner == owner, "a purchase is applied to its chain's owner")
             changes.append(.purchaseApplied(applied, grant))
             return IngestResult(outcome: .applied(applied), owner: owner, changes: changes)
         }
@@ -258,10 +259,12 @@ public struct Ingest: Sendable {
             case .refund(let paid, let free, let shortfall, let number):
                 var detail: [String: JSONValue] = ["revocationDate": .int(revokedAt ?? 0)]
                 if shortfall > 0 { detail["shortfall"] = .int(shortfall) }
-                try r.moveCoins(LedgerMovement(
+                let after = try r.moveCoins(LedgerMovement(
                     entryId: r.newEntryId(), customerId: purchase.customerId, atMs: r.nowMs, kind: .refund, paid: paid, free: free,
                     reference: transactionId, effectKey: "refund:\(transactionId):\(number)", priceMilli: purchase.priceMilli.map { -$0 },
                     currency: purchase.currency, detail: .object(detail)))
+                precondition(walletPolicy.allowNegativeBalance || (after.paid >= 0 && after.free >= 0),
+                             "a refund under the floor-at-zero policy never takes a balance below zero")
                 try r.recordTimeline(customerId: purchase.customerId, kind: "purchase.refunded", reference: transactionId, detail: .object(detail))
             case .reverse(let paid, let free, let number):
                 try r.moveCoins(LedgerMovement(

@@ -87,11 +87,13 @@ extension KakinStore {
 extension Records {
     /// A notification is done with: `applied` (its facts stored and applied, in the same write) or `ignored`.
     public func markNotification(_ uuid: String, state: NotificationState, customerId: String?, originalTransactionId: String?) throws {
-        try db.execute("""
+        precondition(state == .applied || state == .ignored, "a notification is done with as applied or ignored")
+        let changed = try db.execute("""
             UPDATE notifications SET state = ?, applied_at_ms = ?, attempts = attempts + 1, last_error = NULL,
                 customer_id = COALESCE(?, customer_id), original_transaction_id = COALESCE(?, original_transaction_id)
             WHERE notification_uuid = ?
             """, [.text(state.rawValue), .integer(nowMs), SQLValue(customerId), SQLValue(originalTransactionId), .text(uuid)])
+        precondition(changed == 1, "only a stored notification is marked")
         if let customerId {
             try recordTimeline(customerId: customerId, kind: "notification.\(state.rawValue)", reference: uuid, detail: .null)
         }

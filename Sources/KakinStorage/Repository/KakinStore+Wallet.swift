@@ -162,6 +162,14 @@ extension KakinStore {
     static func moveCoins(_ db: SQLConnection, _ m: LedgerMovement, creatingCustomerWith newCustomerToken: (() -> String)? = nil) throws
         -> WalletBalance
     {
+        switch m.kind {
+        case .purchase, .grant, .refundReversed:
+            precondition(m.paid >= 0 && m.free >= 0, "a \(m.kind) entry credits")
+        case .spend, .refund:
+            precondition(m.paid <= 0 && m.free <= 0, "a \(m.kind) entry debits")
+        case .adjustment:
+            break
+        }
         func updateWallet() throws -> SQLRow? {
             try db.queryOne(
                 "UPDATE wallets SET paid = paid + ?, free = free + ?, updated_at_ms = ? WHERE customer_id = ? RETURNING paid, free",
