@@ -30,6 +30,9 @@ let package = Package(
         .target(name: "KakinPostgreSQL", dependencies: ["KakinCore", "KakinStorage", "CLibPQ"], exclude: ["README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
+        // Purchases outside the App Store, pure: Stripe webhooks (signature, events → facts, out-of-order subscription
+        // state), the generic source's input, Apple's external purchase tokens and reports. No HTTP, no storage, no C.
+        .target(name: "KakinExternal", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
@@ -47,6 +50,7 @@ let package = Package(
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
+        .testTarget(name: "KakinExternalTests", dependencies: ["KakinExternal", "KakinCore", "AppStoreSecurity"], exclude: ["Interop"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),
         // The tests' throwaway PostgreSQL (a schema per test); used by test targets only.
         .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinStorage"], path: "Tests/KakinTestPostgres"),
