@@ -218,7 +218,7 @@ public struct ExternalPurchaseReport: Sendable, Hashable {
 
 /// One entry of a `SendReportErrorResponse`'s `errors` (or a Retrieve's NotFoundError): Apple's error object
 /// (`DuplicateValueError`, `OmittedFieldError`, …) with its fixed `errorCode`, `errorMessage` and `fieldName`.
-public struct ExternalPurchaseReportError: Sendable, Hashable, CustomStringConvertible {
+public struct ExternalPurchaseReportError: Error, Sendable, Hashable, CustomStringConvertible {
     public var errorCode: Int
     public var errorMessage: String
     public var fieldName: String?
