@@ -34,6 +34,9 @@ let package = Package(
         .target(name: "KakinPostgreSQL", dependencies: ["KakinCore", "KakinStorage", "CLibPQ"], exclude: ["README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
+        // Purchases outside the App Store, pure: Stripe webhooks (signature, events → facts, out-of-order subscription
+        // state), the generic source's input, Apple's external purchase tokens and reports. No HTTP, no storage, no C.
+        .target(name: "KakinExternal", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
@@ -43,10 +46,10 @@ let package = Package(
         .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
         // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
         // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
-        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient"],
+        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal"],
                 exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"], exclude: ["README.md"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
@@ -57,6 +60,7 @@ let package = Package(
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
+        .testTarget(name: "KakinExternalTests", dependencies: ["KakinExternal", "KakinCore", "AppStoreSecurity"], exclude: ["Interop"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinVerifyCommand"], exclude: ["Interop"]),
         // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.
         .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinSQLite", "KakinStorage"], path: "Tests/KakinTestPostgres", exclude: ["README.md"]),
@@ -64,10 +68,10 @@ let package = Package(
         .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres"]),
         .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
-        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "KakinSystem"], exclude: ["Interop", "Fixtures"]),
+        .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator", "KakinExternal"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "KakinSystem", "KakinExternal"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinCore", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]
