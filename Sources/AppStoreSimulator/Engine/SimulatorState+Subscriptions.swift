@@ -1,48 +1,8 @@
 import KakinCore
 
-/// A plan change inside a group, by Apple's rules (levels: 1 is the highest tier).
-enum PlanChange: Sendable, Equatable {
-    /// To a higher tier: now, new period, prorated refund of the old one.
-    case upgrade
-    /// To a lower tier: at the next renewal.
-    case downgrade
-    /// Same tier, same duration: now (seed 003: a trial is discarded, a paid period refunded prorated).
-    case crossgradeNow
-    /// Same tier, another duration: at the next renewal.
-    case crossgradeAtRenewal
-
-    init(from current: Product, to target: Product) {
-        if target.level < current.level {
-            self = .upgrade
-        } else if target.level > current.level {
-            self = .downgrade
-        } else if SimulatorState.sameDuration(current.period, target.period) {
-            self = .crossgradeNow
-        } else {
-            self = .crossgradeAtRenewal
-        }
-    }
-
-    var isImmediate: Bool { self == .upgrade || self == .crossgradeNow }
-
-    /// The subtype Apple sends. Crossgrades get none (Apple staff, forum thread 729677:
-    /// "UPGRADE, DOWNGRADE, or omitted, for an upgrade, downgrade, or crossgrade respectively").
-    var subtype: NotificationSubtype? {
-        switch self {
-        case .upgrade: return .upgrade
-        case .downgrade: return .downgrade
-        case .crossgradeNow, .crossgradeAtRenewal: return nil
-        }
-    }
-}
+// Plan changes follow KakinCore's `PlanChange` (the status engine's notices use the same rule).
 
 extension SimulatorState {
-    /// P1Y and P12M, P1W and P7D are the same duration.
-    static func sameDuration(_ a: ISOPeriod?, _ b: ISOPeriod?) -> Bool {
-        guard let a, let b else { return false }
-        return a.years * 12 + a.months == b.years * 12 + b.months && a.weeks * 7 + a.days == b.weeks * 7 + b.days
-    }
-
     func liveSubscription(_ otid: String) throws(KakinError) -> SimSubscription {
         guard let sub = store.subscriptions[otid] else {
             throw KakinError(.simulatorUnknownSubscription, "The simulator has no subscription \(otid).")
