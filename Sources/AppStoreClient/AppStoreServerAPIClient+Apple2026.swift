@@ -93,11 +93,22 @@ public struct RetentionImage: Sendable, Equatable {
     public var imageIdentifier: String?
     public var imageState: RetentionReviewState?
     public var imageSize: RetentionImageSize?
+
+    public init(imageIdentifier: String?, imageState: RetentionReviewState?, imageSize: RetentionImageSize?) {
+        self.imageIdentifier = imageIdentifier
+        self.imageState = imageState
+        self.imageSize = imageSize
+    }
 }
 
 public struct RetentionMessage: Sendable, Equatable {
     public var messageIdentifier: String?
     public var messageState: RetentionReviewState?
+
+    public init(messageIdentifier: String?, messageState: RetentionReviewState?) {
+        self.messageIdentifier = messageIdentifier
+        self.messageState = messageState
+    }
 }
 
 extension AppStoreServerAPIClient {

@@ -33,6 +33,8 @@ public struct Configuration: Sendable {
         public var consumptionInformation: ConsumptionInformationPolicy? = nil
         /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
         public var reportingTimeZone: String
+        /// Apple's 2026 additions: `retentionMessaging`, `serverFinish` (Configuration+Apple2026.swift).
+        public var apple2026 = Apple2026AppSettings()
 
         public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
                     offerRules: [String: OfferRule] = [:], reportingTimeZone: String = ReportingDay.defaultTimeZone) {
@@ -212,8 +214,8 @@ public struct Configuration: Sendable {
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
-                                  "reportingTimeZone"])
+        try a.check(allowedKeys: Set(["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
+                                      "reportingTimeZone"]).union(Apple2026AppSettings.appKeys))
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -267,6 +269,7 @@ public struct Configuration: Sendable {
         var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules,
                       reportingTimeZone: zone)
         app.consumptionInformation = try parseConsumptionInformation(a)
+        app.apple2026 = try parseApple2026(a, catalog: catalog)
         return app
     }
 
