@@ -83,3 +83,18 @@ import Testing
         }
     }
 }
+
+@Suite struct ConsumptionRefundPreferenceConfigTests {
+    let parse = AppStoreOperationsConfig()
+
+    @Test func refundPreferenceIsReadForVersionTwo() throws {
+        let app = AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true, "refundPreference": "fromUsage"}"#)
+        #expect(try parse.parse(#"{"apps": [\#(app)]}"#).apps[0].consumptionInformation?.refundPreference == .fromUsage)
+        #expect(try parse.parse(#"{"apps": [\#(AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true}"#))]}"#)
+            .apps[0].consumptionInformation?.refundPreference == ConsumptionInformation.RefundPreferencePolicy.none)
+        let v1 = AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true, "version": 1, "refundPreference": "fromUsage"}"#)
+        #expect(parse.error(#"{"apps": [\#(v1)]}"#).hasPrefix("apps[0].consumptionInformation.refundPreference"))
+        let bad = AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true, "refundPreference": "always"}"#)
+        #expect(parse.error(#"{"apps": [\#(bad)]}"#).hasPrefix("apps[0].consumptionInformation.refundPreference"))
+    }
+}

@@ -12,6 +12,8 @@ public struct ConsumptionInformationPolicy: Sendable, Hashable {
     /// 2: Apple's current endpoint (delivery, consumption share). 1: the deprecated V1 endpoint, whose body also
     /// carries lifetime spend and refunds, account age and play time (consumables only).
     public var version: Int
+    /// V2 only: whether Kakin tells Apple the refund the ledger argues for (`refundPreference`); default none.
+    public var refundPreference: ConsumptionInformation.RefundPreferencePolicy = .none
 
     public init(customerConsented: Bool, sampleContentProvided: Bool = false, version: Int = 2) {
         self.customerConsented = customerConsented
@@ -21,15 +23,26 @@ public struct ConsumptionInformationPolicy: Sendable, Hashable {
 }
 
 extension Configuration {
-    /// `apps[].consumptionInformation`: `{"customerConsented": bool, "sampleContentProvided"?: bool (false), "version"?: 1|2 (2)}`.
+    /// `apps[].consumptionInformation`: `{"customerConsented": bool, "sampleContentProvided"?: bool (false), "version"?: 1|2 (2),
+    /// "refundPreference"?: "none"|"fromUsage" (none; V2 only)}`.
     static func parseConsumptionInformation(_ app: StrictObject) throws(ConfigurationError) -> ConsumptionInformationPolicy? {
         guard let c = try app.object("consumptionInformation") else { return nil }
-        try c.check(allowedKeys: ["customerConsented", "sampleContentProvided", "version"])
+        try c.check(allowedKeys: ["customerConsented", "sampleContentProvided", "version", "refundPreference"])
         guard let consented = try c.bool("customerConsented") else {
             throw ConfigurationError(c.sub("customerConsented"), "is required: true when the app's terms obtain every customer's consent")
         }
-        return ConsumptionInformationPolicy(customerConsented: consented, sampleContentProvided: try c.bool("sampleContentProvided") ?? false,
-                                            version: Int(try c.int("version", range: 1...2) ?? 2))
+        var policy = ConsumptionInformationPolicy(customerConsented: consented, sampleContentProvided: try c.bool("sampleContentProvided") ?? false,
+                                                  version: Int(try c.int("version", range: 1...2) ?? 2))
+        if let p = try c.string("refundPreference") {
+            guard let parsed = ConsumptionInformation.RefundPreferencePolicy(rawValue: p) else {
+                throw ConfigurationError(c.sub("refundPreference"), "must be none or fromUsage")
+            }
+            guard policy.version == 2 || parsed == .none else {
+                throw ConfigurationError(c.sub("refundPreference"), "is sent with version 2 only (V1 has its own refundPreference integers)")
+            }
+            policy.refundPreference = parsed
+        }
+        return policy
     }
 
     /// `appReceipts`: `{"verifySignature": bool (false), "trustedRoots"?: [DER files] (Apple Inc. Root)}`.
