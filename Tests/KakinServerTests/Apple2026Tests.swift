@@ -16,11 +16,12 @@ import Testing
 
     @Test func retentionMessagingAndServerFinishAreReadPerApp() throws {
         let none = try parse.parse(#"{"apps": [\#(Self.app(""))]}"#)
-        #expect(none.apps[0].retentionMessaging == nil && none.apps[0].serverFinish == nil)
+        #expect(none.apple2026.isEmpty)
+        #expect(none.apple2026Settings(bundleId: "dev.kakin.demo").serverFinish == nil)
         #expect(none.apps[0].catalog["premium.yearly"]?.monthlyBillingWithCommitment == true)
         let c = try parse.parse(#"{"apps": [\#(Self.app(#", "serverFinish": {"afterSeconds": 600}, "retentionMessaging": {"rules": [{"productIds": ["premium.monthly"], "messageId": "6B6D5E2A-1C3F-4D7E-9A0B-2F4C6E8A0D1B", "offerId": "promo.3m.half"}, {"alternateProductId": "premium.monthly"}], "defaultMessageId": "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"}"#))]}"#)
-        #expect(c.apps[0].serverFinish == ServerFinishPolicy(afterSeconds: 600))
-        #expect(c.apps[0].retentionMessaging == RetentionMessagingConfig(rules: [
+        #expect(c.apple2026Settings(bundleId: "dev.kakin.demo").serverFinish == ServerFinishPolicy(afterSeconds: 600))
+        #expect(c.apple2026Settings(bundleId: "dev.kakin.demo").retentionMessaging == RetentionMessagingConfig(rules: [
             .init(productIds: ["premium.monthly"], messageId: "6b6d5e2a-1c3f-4d7e-9a0b-2f4c6e8a0d1b", offerId: "promo.3m.half"),
             .init(alternateProductId: "premium.monthly"),
         ], defaultMessageId: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"))
@@ -39,12 +40,14 @@ import Testing
     }
 
     @Test func localModeDemoAppHasTheContractsSettings() {
-        let app = LocalMode.configuration().apps[0]
-        #expect(app.serverFinish?.afterSeconds == 600)
-        #expect(app.retentionMessaging?.rules.first?.offerId == "promo.3m.half")
-        #expect(app.retentionMessaging?.rules.first?.productIds == ["premium.monthly"])
+        let config = LocalMode.configuration()
+        let app = config.apps[0]
+        let settings = config.apple2026Settings(bundleId: app.bundleId)
+        #expect(settings.serverFinish?.afterSeconds == 600)
+        #expect(settings.retentionMessaging?.rules.first?.offerId == "promo.3m.half")
+        #expect(settings.retentionMessaging?.rules.first?.productIds == ["premium.monthly"])
         #expect(app.catalog["premium.yearly"]?.monthlyBillingWithCommitment == true)
-        #expect((try? app.retentionMessaging?.validate(catalog: app.catalog, path: "apps[0].retentionMessaging")) != nil)
+        #expect((try? settings.retentionMessaging?.validate(catalog: app.catalog, path: "apps[0].retentionMessaging")) != nil)
     }
 }
 
@@ -81,20 +84,5 @@ import Testing
             let settled = await KakinAppTests.settledWallet(sk)
             #expect(settled.paid == 500 && settled.free == 50 && settled.purchases == 1)
         }
-    }
-}
-
-@Suite struct ConsumptionRefundPreferenceConfigTests {
-    let parse = AppStoreOperationsConfig()
-
-    @Test func refundPreferenceIsReadForVersionTwo() throws {
-        let app = AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true, "refundPreference": "fromUsage"}"#)
-        #expect(try parse.parse(#"{"apps": [\#(app)]}"#).apps[0].consumptionInformation?.refundPreference == .fromUsage)
-        #expect(try parse.parse(#"{"apps": [\#(AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true}"#))]}"#)
-            .apps[0].consumptionInformation?.refundPreference == ConsumptionInformation.RefundPreferencePolicy.none)
-        let v1 = AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true, "version": 1, "refundPreference": "fromUsage"}"#)
-        #expect(parse.error(#"{"apps": [\#(v1)]}"#).hasPrefix("apps[0].consumptionInformation.refundPreference"))
-        let bad = AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true, "refundPreference": "always"}"#)
-        #expect(parse.error(#"{"apps": [\#(bad)]}"#).hasPrefix("apps[0].consumptionInformation.refundPreference"))
     }
 }

@@ -13,21 +13,15 @@ public struct ServerFinishPolicy: Sendable, Hashable {
     public static let afterSecondsRange: ClosedRange<Int64> = 60...(30 * 86_400)
 }
 
-extension Configuration.App {
-    /// The app's `retentionMessaging` (Get Retention Message answers), nil when absent.
-    public var retentionMessaging: RetentionMessagingConfig? {
-        get { apple2026.retentionMessaging }
-        set { apple2026.retentionMessaging = newValue }
-    }
-
-    /// The app's `serverFinish`, nil (never) when absent.
-    public var serverFinish: ServerFinishPolicy? {
-        get { apple2026.serverFinish }
-        set { apple2026.serverFinish = newValue }
+extension Configuration {
+    /// The app's Apple 2026 settings (none: no retention answers, no server finish).
+    public func apple2026Settings(bundleId: String) -> Apple2026AppSettings {
+        apple2026[bundleId] ?? Apple2026AppSettings()
     }
 }
 
-/// The per-app settings of Apple's 2026 additions, kept together so `Configuration.App` grows by one field.
+/// The per-app settings of Apple's 2026 additions (`Configuration.apple2026`, by bundle ID). Kept beside the app
+/// settings rather than in them while the use cases (`KakinService.AppSettings`) don't read them yet.
 public struct Apple2026AppSettings: Sendable {
     public var retentionMessaging: RetentionMessagingConfig?
     public var serverFinish: ServerFinishPolicy?
@@ -41,6 +35,16 @@ public struct Apple2026AppSettings: Sendable {
 }
 
 extension Configuration {
+    /// Each app's settings whose JSON has any (the app itself parsed already, in the same order).
+    static func parseApple2026(_ json: [JSONValue], _ apps: [App]) throws(ConfigurationError) -> [String: Apple2026AppSettings] {
+        var out: [String: Apple2026AppSettings] = [:]
+        for (i, (v, app)) in zip(json, apps).enumerated() {
+            let settings = try parseApple2026(try StrictObject(v, path: "apps[\(i)]"), catalog: app.catalog)
+            if settings.retentionMessaging != nil || settings.serverFinish != nil { out[app.bundleId] = settings }
+        }
+        return out
+    }
+
     /// `apps[].retentionMessaging`: `{"rules": [{"productIds"?, "messageId"?, "offerId"?, "alternateProductId"?}],
     /// "defaultMessageId"?}`, checked against the app's catalog; `apps[].serverFinish`: `{"afterSeconds": N}`.
     static func parseApple2026(_ app: StrictObject, catalog: Catalog) throws(ConfigurationError) -> Apple2026AppSettings {

@@ -1,6 +1,7 @@
 import Foundation
 import KakinAdmin
 import KakinCore
+import KakinService
 import KakinPostgreSQL
 import KakinStorage
 
@@ -22,53 +23,11 @@ public struct Configuration: Sendable {
         }
     }
 
-    public struct App: Sendable {
-        public var bundleId: String
-        public var appAppleId: Int64?
-        public var environments: Set<AppStoreEnvironment>
-        public var catalog: Catalog
-        /// Who may get each promotional offer, by offer ID; an offer without a rule is `currentOrLapsed`.
-        public var offerRules: [String: OfferRule]
-        /// Whether and how Kakin answers this app's CONSUMPTION_REQUESTs (nil: it does not).
-        public var consumptionInformation: ConsumptionInformationPolicy? = nil
-        /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
-        public var reportingTimeZone: String
-        /// Apple's 2026 additions: `retentionMessaging`, `serverFinish` (Configuration+Apple2026.swift).
-        public var apple2026 = Apple2026AppSettings()
+    /// One app's settings (`apps[]`): what the use cases run on (`KakinService.AppSettings`).
+    public typealias App = AppSettings
 
-        public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
-                    offerRules: [String: OfferRule] = [:], reportingTimeZone: String = ReportingDay.defaultTimeZone) {
-            self.bundleId = bundleId
-            self.appAppleId = appAppleId
-            self.environments = environments
-            self.catalog = catalog
-            self.offerRules = offerRules
-            self.reportingTimeZone = reportingTimeZone
-        }
-    }
-
-    public struct AppStoreServerAPI: Sendable {
-        public var issuerId: String
-        public var keyId: String
-        public var privateKeyPEM: String
-        /// nil = Apple's hosts (production first, then sandbox); a URL = that server (e.g. the simulator).
-        public var baseURL: String?
-    }
-
-    /// The In-App Purchase key that signs offers (`offerSigning`, or the contract's older `offers` spelling
-    /// without an issuer); absent = `appStoreServerAPI`'s key.
-    public struct OfferSigning: Sendable {
-        /// Needed for JWS signatures; nil takes `appStoreServerAPI.issuerId`.
-        public var issuerId: String?
-        public var keyId: String
-        public var privateKeyPEM: String
-
-        public init(issuerId: String?, keyId: String, privateKeyPEM: String) {
-            self.issuerId = issuerId
-            self.keyId = keyId
-            self.privateKeyPEM = privateKeyPEM
-        }
-    }
+    public typealias AppStoreServerAPI = AppStoreServerAPISettings
+    public typealias OfferSigning = OfferSigningSettings
 
     public struct APIKey: Sendable {
         public enum Scope: String, Sendable { case backend, admin }
@@ -93,6 +52,8 @@ public struct Configuration: Sendable {
     /// DER certificates; nil = the bundled Apple Root CA - G3.
     public var trustedRootsDER: [[UInt8]]?
     public var apps: [App] = []
+    /// Apple's 2026 additions per app, by bundle ID: `retentionMessaging`, `serverFinish` (Configuration+Apple2026.swift).
+    public var apple2026: [String: Apple2026AppSettings] = [:]
     public var appStoreServerAPI: AppStoreServerAPI?
     public var offerSigning: OfferSigning?
     public var auth: Auth?
@@ -143,6 +104,7 @@ public struct Configuration: Sendable {
         }
         guard let apps = try o.array("apps"), !apps.isEmpty else { throw ConfigurationError("apps", "must list at least one app") }
         c.apps = try apps.enumerated().map { (i, v) throws(ConfigurationError) in try parseApp(v, path: "apps[\(i)]", base: baseDirectory) }
+        c.apple2026 = try parseApple2026(apps, c.apps)
         var seen = Set<String>()
         for (i, app) in c.apps.enumerated() where !seen.insert(app.bundleId).inserted {
             throw ConfigurationError("apps[\(i)].bundleId", "duplicates another app")
@@ -269,7 +231,6 @@ public struct Configuration: Sendable {
         var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules,
                       reportingTimeZone: zone)
         app.consumptionInformation = try parseConsumptionInformation(a)
-        app.apple2026 = try parseApple2026(a, catalog: catalog)
         return app
     }
 
