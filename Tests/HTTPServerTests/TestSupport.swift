@@ -50,7 +50,7 @@ final class RawConnection: @unchecked Sendable {
     private var buffered: [UInt8] = []
 
     /// Connects to `host` (an IPv4 or IPv6 literal) on `port`.
-    init(host: String = "127.0.0.1", port: Int, receiveTimeoutSeconds: Int = 10) throws {
+    init(host: String = "127.0.0.1", port: Int, receiveTimeoutSeconds: Int = 30) throws {
         // Connected before `self` exists, so a failure never reaches `deinit` and closes twice.
         descriptor = try Self.connect(host: host, port: port, timeoutSeconds: receiveTimeoutSeconds)
     }
