@@ -12,7 +12,7 @@ import KakinStorage
 ///   the ratio is 1 / (the server's CPU per purchase, counted in ES256 verifies).
 enum PurchasesBenchmark {
     static let customers = 1_000
-    /// Pre-signed transactions per second of load (~3.5 KB each), written before each run, removed after it.
+    /// Pre-signed transactions per second of load (~3.7 KB each), written before each run, removed after it.
     static let poolPerSecond = 4_000
     static let poolMax = 48_000
     static let firstTransactionId = 6_000_000_000_000_000
