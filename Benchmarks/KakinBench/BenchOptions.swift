@@ -4,10 +4,11 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|grants|reads|history|notifications|all|postgres|crash-test] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|purchases|grants|reads|history|notifications|all|postgres|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
-        usage: kakin-bench [verify|grants|reads|history|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+        usage: kakin-bench [verify|purchases|grants|reads|history|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+               kakin-bench purchases|notifications --prepare [--seconds S] [--kakin PATH]
                kakin-bench postgres --postgres URL [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--postgres URL [--processes P]] [--kakin PATH]
 
@@ -28,10 +29,13 @@ struct BenchOptions {
           --kakin PATH      the kakin binary (default .build/release/kakin in this package)
           --keep            keep the run's temporary directory (configs, databases, logs, JWS);
                             it is always kept when a check fails
+          --prepare         purchases, notifications: only seed a workspace (its customers, and --seconds
+                            of requests for Benchmarks/wrk/requests.lua in PREFIX-N.lines), keep it and
+                            print it; scripts/profile loads a server with it
         """
 
     enum Command: String {
-        case verify, grants, reads, history, notifications, all, postgres
+        case verify, purchases, grants, reads, history, notifications, all, postgres
         case crashTest = "crash-test"
     }
 
@@ -45,6 +49,7 @@ struct BenchOptions {
     var processes = 2
     var kakin: URL?
     var keepWorkspace = false
+    var prepare = false
 
     /// nil: `--help`.
     static func parse(_ arguments: [String]) throws(UsageError) -> BenchOptions? {
@@ -57,8 +62,8 @@ struct BenchOptions {
         }
         while let flag = rest.popFirst() {
             if flag == "--help" || flag == "-h" { return nil }
-            if flag == "--keep" {
-                options.keepWorkspace = true
+            if flag == "--keep" || flag == "--prepare" {
+                if flag == "--keep" { options.keepWorkspace = true } else { options.prepare = true }
                 continue
             }
             guard let value = rest.popFirst() else { throw UsageError(description: "\(flag) needs a value") }
@@ -79,6 +84,9 @@ struct BenchOptions {
             case "--processes": options.processes = try number(1...8)
             default: throw UsageError(description: "unknown option \(flag)")
             }
+        }
+        if options.prepare, options.command != .purchases, options.command != .notifications {
+            throw UsageError(description: "--prepare is for purchases and notifications")
         }
         if options.command == .postgres, options.postgresURL == nil {
             throw UsageError(description: "postgres needs --postgres URL (scripts/bench postgres starts a server and passes it)")

@@ -139,7 +139,7 @@ enum PostgresBenchmark {
             try NotificationsBenchmark.writePool(workspace, count: poolEach, files: threadsEach, name: "pg-notifications-\(processes)-\($0)",
                                                  firstId: 4_000_000_000_000_000 + $0 * 100_000_000)
         }
-        let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/notifications.lua")
+        let script = RequestPool.script(workspace)
         var result = BenchResult()
         var rates: [Double] = [], baselines: [Double] = [], runs: [Wrk.Run] = [], cpuPer: [Double] = []
         var engine: [String: Double] = [:]
@@ -151,7 +151,8 @@ enum PostgresBenchmark {
             do {
                 let (together, cpuSeconds) = try group.measuringCPU {
                     try Wrk.runTogether(urls: group.urls, seconds: options.loadSeconds + Wrk.drainSeconds, connections: options.connections, script: script,
-                                        scriptArguments: { ["\(options.loadSeconds)", pools[$0].path] }, workspace: workspace)
+                                        scriptArguments: { pools[$0].scriptArguments(loadSeconds: options.loadSeconds, expectedStatus: 200) },
+                                        workspace: workspace)
                 }
                 let stored = try group.servers.map { try NotificationsBenchmark.counter("kakin_notifications_received_total", port: $0.port) }.reduce(0, +)
                 engine = try group.databaseCounters()

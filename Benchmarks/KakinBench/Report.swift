@@ -39,7 +39,7 @@ struct BenchResult {
         let header = ["figure", "value", "baseline", "value", "ratio", "goal", ""]
         let rows = figures.map { f in
             [f.name, Self.rate(f.value), f.baselineName, Self.rate(f.baselineValue), String(format: "%.2f×", f.ratio),
-             f.goal.map { String(format: "≥ %.1f×", $0) } ?? "—", f.goal == nil ? "" : (f.meetsGoal ? "ok" : "BELOW GOAL")]
+             f.goal.map(Self.goal) ?? "—", f.goal == nil ? "" : (f.meetsGoal ? "ok" : "BELOW GOAL")]
         }
         if !figures.isEmpty { out += Self.table([header] + rows) }
         for f in figures where !f.details.isEmpty {
@@ -50,6 +50,11 @@ struct BenchResult {
             out += "\nChecks:\n" + checks.map { "  \($0.1 ? "passed" : "FAILED"): \($0.0)\n" }.joined()
         }
         return out
+    }
+
+    /// "≥ 1.5×", "≥ 0.33×": one decimal unless the goal needs two.
+    static func goal(_ ratio: Double) -> String {
+        String(format: (ratio * 10).rounded() == ratio * 10 ? "≥ %.1f×" : "≥ %.2f×", ratio)
     }
 
     static func rate(_ perSecond: Double) -> String { "\(grouped(Int(perSecond.rounded()))) /s" }

@@ -5,7 +5,9 @@ import KakinCore
 /// ten years on each of three subscriptions (3 × 120 transactions, the renewal info of each) and hold 500
 /// ledger entries, against GET /healthz on the same server in the same run. What an app launch costs must
 /// not grow with a customer's loyalty: beside it, the same read for customers with the same three
-/// subscriptions in their first month (no goal; the two should be close).
+/// subscriptions in their first month (no goal; the two should be close). And what a 3-subscription status
+/// costs the server: status reads of the first-month customers per second of server CPU against wallet
+/// reads of the same customers per second of server CPU (issue 15: a status ≤ 2× a wallet read's CPU).
 enum StatusHistoryBenchmark {
     static let customers = 10
     static let months = 120
@@ -19,7 +21,7 @@ enum StatusHistoryBenchmark {
             try server.customerReads(path, scriptArguments, options, workspace)
         }
         var result = BenchResult()
-        var healthz: [(run: Wrk.Run, cpuPerRequest: Double)] = [], status = healthz, firstMonth = healthz
+        var healthz: [(run: Wrk.Run, cpuPerRequest: Double)] = [], status = healthz, firstMonth = healthz, wallet = healthz
         do {
             let seeded = try seed(workspace, port: server.port, first: 0, months: months, ledgerEntries: ledgerEntries)
             result.check("status history: \(customers) ten-year customers, each \(seeded)", seeded.hasPrefix("3 subscriptions subscribed"))
@@ -29,6 +31,7 @@ enum StatusHistoryBenchmark {
                 healthz.append(try load("/healthz", nil))
                 status.append(try load("", ["\(customers)", "", "0"]))
                 firstMonth.append(try load("", ["\(customers)", "", "\(customers)"]))
+                wallet.append(try load("", ["\(customers)", "/wallet", "\(customers)"]))
             }
             try server.stop()
         } catch {
@@ -57,7 +60,19 @@ enum StatusHistoryBenchmark {
         result.figures.append(figure(
             "status reads, first-month customers (\(options.connections) connections)", firstMonth, goal: nil,
             history: "the same 3 subscriptions, 1 transaction and a renewal info each, no ledger entries"))
-        let all = (status + firstMonth + healthz).map(\.run)
+        let statusPerCPUSecond = firstMonth.map { 1 / $0.cpuPerRequest }, walletPerCPUSecond = wallet.map { 1 / $0.cpuPerRequest }
+        result.figures.append(Figure(
+            name: "status reads per server CPU-second, first-month customers", value: median(statusPerCPUSecond),
+            baselineName: "wallet reads per server CPU-second (same customers)", baselineValue: median(walletPerCPUSecond), goal: 0.5,
+            details: [
+                String(format: "kakin serve CPU per status read %.0f µs (3 subscriptions), per wallet read %.0f µs: a status costs %.1f× "
+                       + "a wallet read (goal ≤ 2×)", 1e6 / median(statusPerCPUSecond), 1e6 / median(walletPerCPUSecond),
+                       median(walletPerCPUSecond) / median(statusPerCPUSecond)),
+                "status: \(BenchResult.rates(statusPerCPUSecond)); wallet: \(BenchResult.rates(walletPerCPUSecond)) "
+                    + "(\(options.loadSeconds) s of wrk each over the same \(customers) customers, same server, one right after the other)",
+                "wallet reads: \(BenchResult.rates(wallet.map(\.run.requestsPerSecond))) over HTTP",
+            ]))
+        let all = (status + firstMonth + wallet + healthz).map(\.run)
         let non2xx = all.map(\.non2xx).reduce(0, +)
         let socketErrors = all.map(\.socketErrors).reduce(0, +)
         result.check("status history: wrk saw \(non2xx) non-2xx answers and \(socketErrors) socket errors", non2xx == 0 && socketErrors == 0)

@@ -9,6 +9,7 @@ signal(SIGPIPE, SIG_IGN)  // a server that went away must surface as a failed se
 /// Each figure's benchmark, in the order `all` runs them. A new figure is a function here.
 let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOptions) throws -> BenchResult)] = [
     (.verify, VerifyBenchmark.run),
+    (.purchases, PurchasesBenchmark.run),
     (.grants, GrantsBenchmark.run),
     (.reads, ReadsBenchmark.run),
     (.history, StatusHistoryBenchmark.run),
@@ -18,6 +19,11 @@ let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOpti
 
 @MainActor
 func runFigures(_ options: BenchOptions, in workspace: BenchWorkspace) throws -> Bool {
+    if options.prepare {
+        let prepared = try options.command == .purchases ? PurchasesBenchmark.prepare(workspace, options) : NotificationsBenchmark.prepare(workspace, options)
+        print("Prepared: config \(prepared.config.path), requests \(prepared.pool.prefix.path)-N.lines (\(BenchResult.grouped(prepared.pool.count)))")
+        return true  // runCommand keeps the workspace
+    }
     var result = BenchResult()
     // `all` is every SQLite figure; `postgres` (which needs a server) runs those it compares with itself.
     for benchmark in benchmarks where (options.command == .all && benchmark.command != .postgres) || options.command == benchmark.command {
@@ -40,7 +46,7 @@ func runCommand(_ options: BenchOptions) throws -> Bool {
         print("Kept the workspace: \(workspace.directory.path)")
         throw error
     }
-    if passed && !options.keepWorkspace {
+    if passed && !options.keepWorkspace && !options.prepare {
         workspace.remove()
     } else {
         print("Kept the workspace: \(workspace.directory.path)")
