@@ -19,6 +19,7 @@ extension KakinApp {
         }
         let transaction: VerifiedTransaction
         let outcome: IngestOutcome
+        var snapshot: CustomerSnapshot?
         if body.has("appReceipt") {
             let receipt = try services.appStoreSync.readReceipt(base64: try appReceiptField(body))
             (outcome, transaction) = try await services.appStoreSync.applyReceipt(receipt, customerId: c.customerId, purchaseProcessId: processId)
@@ -30,20 +31,28 @@ extension KakinApp {
                 let id = try field { () throws(ConfigurationError) in try body.boundedString("transactionId", lengthMax: 64)! }
                 transaction = try await services.appStoreSync.fetchTransaction(id)
             }
-            outcome = try await services.ingest.apply(transaction: transaction, path: .app, presenter: c.customerId,
-                                                      purchaseProcessId: processId).outcome!
+            let result = try await services.ingest.apply(transaction: transaction, path: .app, presenter: c.customerId,
+                                                         purchaseProcessId: processId, withStatus: true)
+            outcome = result.outcome!
+            snapshot = result.statusSnapshot
         }
-        return try await purchaseResponse(outcome, transaction: transaction.payload, customerId: c.customerId, requestId: c.request.requestId)
+        return try await purchaseResponse(outcome, transaction: transaction.payload, customerId: c.customerId, status: snapshot,
+                                          requestId: c.request.requestId)
     }
 
-    func purchaseResponse(_ outcome: IngestOutcome, transaction: TransactionPayload, customerId: String,
+    /// The 201/409 answer; `status` is the customer's rows when the ingest read them in its write.
+    func purchaseResponse(_ outcome: IngestOutcome, transaction: TransactionPayload, customerId: String, status snapshot: CustomerSnapshot?,
                           requestId: String) async throws(KakinError) -> HTTPResponse {
+        func customerStatus() async throws(KakinError) -> JSONValue {
+            if let snapshot { return services.statusReads.evaluate(snapshot).json }
+            return try await services.statusReads.status(customerId).json
+        }
         switch outcome {
         case .applied(let applied):
-            let status = try await services.statusReads.status(customerId).json
+            let status = try await customerStatus()
             return .json(["transaction": transaction.raw, "grant": applied.grant, "customer": status], status: 201)
         case .alreadyProcessed(let applied):
-            let status = try await services.statusReads.status(customerId).json
+            let status = try await customerStatus()
             return .error(KakinError(.alreadyProcessed), requestId: requestId,
                           extra: ["transaction": transaction.raw, "grant": applied.grant, "customer": status])
         case .revoked(let at):

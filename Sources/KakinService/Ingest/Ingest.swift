@@ -41,6 +41,16 @@ public enum IngestOutcome: Sendable, Hashable {
     }
 }
 
+extension IngestOutcome {
+    /// 201 and 409 carry the customer's status.
+    var isAnsweredWithStatus: Bool {
+        switch self {
+        case .applied, .alreadyProcessed: return true
+        case .revoked, .notApplied: return false
+        }
+    }
+}
+
 /// One state change the ingest made, typed: what later capabilities (events, numbers) are made of.
 public enum IngestChange: Sendable, Hashable {
     case renewalInfoStored(originalTransactionId: String)
@@ -60,6 +70,8 @@ public struct IngestResult: Sendable {
     /// The facts are stored but can't apply yet (`IngestOptions.UnknownProduct.retryLater`): the ingest fails after its
     /// write, so the caller retries.
     public var retryLater = false
+    /// The owner's status inputs as the write left them, when asked for and read in the write (`withStatus`).
+    public var statusSnapshot: CustomerSnapshot?
 
     init(outcome: IngestOutcome?, owner: String?, changes: [IngestChange], retryLater: Bool = false) {
         self.outcome = outcome
@@ -130,10 +142,13 @@ public struct Ingest: Sendable {
     /// Stores the facts and applies their effects in one database transaction.
     /// - Parameters:
     ///   - presenter: the customer presenting the facts (required when the path's owner is `presenter`).
+    ///   - withStatus: the caller answers with the owner's status: on SQLite (one writer, nothing to conflict with) its
+    ///     rows are read in the same write, saving a read of their own after it; on PostgreSQL the caller reads them after
+    ///     the commit (a SERIALIZABLE write reading them would lock index pages other customers' purchases write).
     ///   - alsoInWrite: more records the caller writes in the same transaction (a notification's state), given what
     ///     the ingest decided.
     public func apply(transaction: VerifiedTransaction?, renewalInfo: VerifiedRenewalInfo? = nil, path: IngestPath,
-                      presenter: String? = nil, purchaseProcessId: String? = nil,
+                      presenter: String? = nil, purchaseProcessId: String? = nil, withStatus: Bool = false,
                       alsoInWrite: (@Sendable (Records, IngestResult) throws -> Void)? = nil) async throws(KakinError) -> IngestResult {
         let options = path.options
         precondition(options.owner == .currentOwner || presenter != nil, "path \(path) needs the presenting customer")
@@ -145,8 +160,13 @@ public struct Ingest: Sendable {
         let plan = Plan(options: options, presenter: options.owner == .presenter ? presenter : nil, product: product, path: path,
                         purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, setsToken: setsToken)
         let result = try await store.transaction { r in
-            let result = try plan.run(r, transaction: transaction, renewalInfo: renewalInfo)
+            var result = try plan.run(r, transaction: transaction, renewalInfo: renewalInfo)
             try alsoInWrite?(r, result)
+            if withStatus, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner,
+               var snapshot = try r.statusInputs(owner) {
+                if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
+                result.statusSnapshot = snapshot
+            }
             return result
         }
         switch result.outcome {
@@ -183,20 +203,20 @@ public struct Ingest: Sendable {
                 return IngestResult(outcome: nil, owner: owner, changes: changes)
             }
             let tx = transaction.payload
-            if try r.storeTransaction(tx, jws: transaction.jws) { changes.append(.transactionStored(transactionId: tx.transactionId)) }
-
             let decision = Ownership.decide(
                 presenter: presenter, linkOwner: try r.linkOwner(originalTransactionId: tx.originalTransactionId),
                 tokenOwner: try tx.appAccountToken.flatMap(r.customerOwning(appAccountToken:)), policy: transferPolicy)
+            if case .refuse = decision, options.ownerConflict == .refuse {
+                throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(tx.originalTransactionId) is linked to another customer")
+            }
+            // A product this server doesn't know is kept, never linked: its effect is unknown until it is configured.
+            let applying = product != nil ? decision.owner : nil
+            let stored = try r.storeTransaction(tx, jws: transaction.jws, owner: applying)
+            if stored { changes.append(.transactionStored(transactionId: tx.transactionId)) }
             if case .refuse(let owner) = decision {
-                guard options.ownerConflict == .keepUnclaimed else {
-                    // Thrown inside the write: the copy stored above is rolled back with it.
-                    throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(tx.originalTransactionId) is linked to another customer")
-                }
                 return IngestResult(outcome: .notApplied(.ownedByAnother(owner)), owner: owner, changes: changes)
             }
             guard let owner = decision.owner else { return IngestResult(outcome: .notApplied(.noOwner), owner: nil, changes: changes) }
-            // A product this server doesn't know is kept, never linked: its effect is unknown until it is configured.
             guard let product else {
                 return IngestResult(outcome: .notApplied(.unknownProduct), owner: owner, changes: changes,
                                     retryLater: options.unknownProduct == .retryLater)
@@ -213,21 +233,20 @@ public struct Ingest: Sendable {
             // Apple takes the token for the purchaser's own copy only (not a family member's).
             if setsToken, tx.inAppOwnershipType != .familyShared { try r.scheduleAppAccountToken(for: tx, customer: customer) }
 
-            if let existing = try r.appliedPurchase(tx.transactionId) {
-                if let step = try reconcileRefunds(r, tx.transactionId) {
-                    changes.append(.refundReconciled(transactionId: tx.transactionId, customerId: step.customerId, step.step))
-                }
-                return IngestResult(outcome: .alreadyProcessed(existing), owner: owner, changes: changes)
-            }
-            // The newest stored copy decides (a refund may have arrived before the purchase was presented).
-            if let revokedAt = try r.storedRevocationDate(tx.transactionId) {
-                return IngestResult(outcome: .revoked(revocationDateMs: revokedAt), owner: owner, changes: changes)
-            }
+            // The newest stored copy decides (a refund may have arrived before the purchase was presented): this one
+            // when it was stored, else the newer one already there.
+            let revokedAt = stored ? tx.revocationDate : try r.storedRevocationDate(tx.transactionId)
             let grant = PurchaseGrant.of(product, transaction: tx)
             let applied = AppliedPurchase(transactionId: tx.transactionId, customerId: owner, grant: grant.json, appliedAtMs: r.nowMs)
-            guard try r.claimPurchase(applied, via: path.via, purchaseProcessId: purchaseProcessId) else {
+            // Not revoked: claim at once (a claim that inserts nothing means it was applied before); revoked: only a
+            // purchase applied before moves (its refund), a new one is kept and grants nothing.
+            guard revokedAt == nil, try r.claimPurchase(applied, via: path.via, purchaseProcessId: purchaseProcessId) else {
                 guard let existing = try r.appliedPurchase(tx.transactionId) else {
-                    throw KakinError(.internalError, detail: "transaction \(tx.transactionId) claimed but not found")
+                    guard let revokedAt else { throw KakinError(.internalError, detail: "transaction \(tx.transactionId) claimed but not found") }
+                    return IngestResult(outcome: .revoked(revocationDateMs: revokedAt), owner: owner, changes: changes)
+                }
+                if let step = try reconcileRefunds(r, tx.transactionId) {
+                    changes.append(.refundReconciled(transactionId: tx.transactionId, customerId: step.customerId, step.step))
                 }
                 return IngestResult(outcome: .alreadyProcessed(existing), owner: owner, changes: changes)
             }

@@ -41,7 +41,8 @@ public struct CustomerStatusReads: Sendable {
         evaluate(try await store.customerSnapshot(customerId))
     }
 
-    func evaluate(_ snapshot: CustomerSnapshot) -> EvaluatedCustomer {
+    /// The status of rows already read (an ingest's write read them).
+    public func evaluate(_ snapshot: CustomerSnapshot) -> EvaluatedCustomer {
         EvaluatedCustomer(customer: snapshot.customer, history: snapshot.history,
                           status: StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: clock.nowMs()), wallet: snapshot.wallet)
     }

@@ -28,17 +28,18 @@ extension Records {
     // MARK: Signed copies
 
     /// Keeps the newest signed copy of the transaction (by `signedDate`; equal dates by the JWS text), with the
-    /// decoded fields a status read needs beside it, and keeps its customer's status inputs current. Returns
-    /// whether this copy is now the stored one.
+    /// decoded fields a status read needs beside it (not for consumables, which no status reads), and keeps its
+    /// customer's status inputs current. A new row belongs to `owner` when the caller decided it (the chain is being
+    /// linked to them in the same write), else to its chain's link. Returns whether this copy is now the stored one.
     @discardableResult
-    public func storeTransaction(_ tx: TransactionPayload, jws: String) throws -> Bool {
+    public func storeTransaction(_ tx: TransactionPayload, jws: String, owner: String? = nil) throws -> Bool {
         let previous = tx.type == .consumable ? nil : try KakinStore.storedTransactionRow(db, tx.transactionId)
         let stored = try db.execute("""
             INSERT INTO transactions (transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment,
                 purchase_date_ms, expires_date_ms, revocation_date_ms, signed_date_ms, app_account_token, jws, status_json, customer_id,
                 first_seen_ms, updated_ms)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                    (SELECT customer_id FROM original_links WHERE original_transaction_id = ?), ?, ?)
+                    COALESCE(?, (SELECT customer_id FROM original_links WHERE original_transaction_id = ?)), ?, ?)
             ON CONFLICT (transaction_id) DO UPDATE SET
                 purchase_date_ms = excluded.purchase_date_ms, expires_date_ms = excluded.expires_date_ms,
                 revocation_date_ms = excluded.revocation_date_ms, signed_date_ms = excluded.signed_date_ms,
@@ -49,7 +50,8 @@ extension Records {
             """, [.text(tx.transactionId), .text(tx.originalTransactionId), .text(tx.bundleId), .text(tx.productId),
                   .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
                   SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
-                  .text(StoredStatusFields.json(of: tx)), .text(tx.originalTransactionId), .integer(nowMs), .integer(nowMs)])
+                  tx.type == .consumable ? .null : .text(StoredStatusFields.json(of: tx)), SQLValue(owner), .text(tx.originalTransactionId),
+                  .integer(nowMs), .integer(nowMs)])
         if stored > 0 { try KakinStore.statusInputsAfterStoring(db, tx, previous: previous) }
         return stored > 0
     }
@@ -113,13 +115,15 @@ extension Records {
             ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, linked_at_ms = excluded.linked_at_ms
             WHERE original_links.customer_id <> excluded.customer_id
             """, [.text(tx.originalTransactionId), .text(customerId), .integer(nowMs)])
+        // A chain linked to this customer before has every row already theirs (rows stored since took the link).
+        guard changed > 0 else { return false }
         let moved = try db.execute("""
             UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ? AND (customer_id IS NULL OR customer_id <> ?)
             """, [.text(customerId), .text(tx.originalTransactionId), .text(customerId)])
-        if moved > 0 {
+        if moved > 0, tx.type != .consumable {
             try KakinStore.statusInputsAfterLinking(db, originalTransactionId: tx.originalTransactionId, to: customerId, from: linked)
         }
-        return changed > 0
+        return true
     }
 
     /// Schedules Set App Account Token for a purchase made outside the app (it carries no token) now linked to

@@ -19,6 +19,10 @@ public struct Records {
         self.ids = ids
     }
 
+    /// The engine the body runs on: SQLite runs every write alone on one writer; PostgreSQL runs them SERIALIZABLE
+    /// side by side (so a read inside a write also takes SSI read locks that other customers' writes can conflict with).
+    public var dialect: SQLDialect { db.dialect }
+
     // MARK: Customers
 
     public func customer(_ customerId: String) throws -> KakinStore.Customer? {
