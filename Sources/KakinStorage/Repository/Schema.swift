@@ -305,5 +305,6 @@ enum Schema {
         appAccountTokenRequestsMigration,
         notificationBodiesMigration,
         walletFillFactorMigration,
+        eventsMigration,
     ]
 }
