@@ -37,8 +37,14 @@ let package = Package(
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
         // the unused paid-coin balance report. Over the store; no App Store or verification code of its own.
         .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
+        // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.
+        .target(name: "KakinEvents", dependencies: ["KakinCore", "KakinStorage", "AppStoreSecurity"], exclude: ["README.md"]),
+        // `kakin events listen`: a webhook receiver that checks Kakin-Signature and prints one event a line.
+        .target(name: "KakinEventsListener", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin",
+                                                    "KakinEvents", "KakinEventsListener"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
@@ -56,6 +62,8 @@ let package = Package(
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
+        .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinPostgreSQL",
+                                                            "KakinTestPostgres", "HTTPServer", "AppStoreSecurity"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),

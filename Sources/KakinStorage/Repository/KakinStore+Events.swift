@@ -59,6 +59,11 @@ public struct EventFeedPage: Sendable {
     /// After the last event returned, or after the last one looked at when a type filter skipped the rest of the
     /// window; the cursor asked for when nothing new has committed yet.
     public var nextCursor: EventFeedCursor
+
+    public init(events: [OutboxEventRow], nextCursor: EventFeedCursor) {
+        self.events = events
+        self.nextCursor = nextCursor
+    }
 }
 
 extension KakinStore {
