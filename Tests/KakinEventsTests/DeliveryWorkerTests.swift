@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import KakinCore
 import KakinStorage
 import Testing
@@ -166,5 +167,57 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
             let wrong = try await store.webhookDeliveries(endpointId: "wrong", state: nil, limit: 10)
             #expect(wrong.contains { $0.state == .retrying && $0.lastStatus == 400 })
         }
+    }
+
+    /// A worker that died holding a customer's chain delays it by its lease at most; then another sends it, in order.
+    @Test(arguments: Backend.available) func aChainHeldByAWorkerThatDiedIsSentAfterItsLease(_ backend: Backend) async throws {
+        try await withStores(backend) { stores async throws in
+            let store = stores[0]
+            let receiver = try TestReceiver(secrets: [secret])
+            let endpoint = WebhookEndpoint(id: "backend", url: receiver.url, secrets: [secret])
+            let worker = WebhookDeliveryWorker(store: store, endpoints: [endpoint], sender: URLSessionWebhookSender(), clock: RealClock(), owner: "alive",
+                                               options: testWorkerOptions())
+            try await worker.prepare()
+            let ids = SequentialIDs()
+            let events = try await append(store, "u1", count: 3, ids: ids)
+            // The dead worker fanned out and claimed u1's chain, then vanished (SIGKILL) before sending anything.
+            var claimed: [ClaimedWebhookDelivery] = []
+            for _ in 0..<500 where claimed.isEmpty {
+                let now = RealClock().nowMs()
+                _ = try await store.fanOutWebhookEvents(routes: [endpoint.route], nowMs: now, deadlineMs: now + 60_000, batchMax: 10)
+                claimed = try await store.claimWebhookDeliveries(endpointId: "backend", owner: "killed", nowMs: now, leaseMs: 500, limit: 1)
+                if claimed.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(claimed.first?.sequence == 1)
+            let others = try await append(store, "u2", count: 2, ids: ids)
+            worker.start()
+            #expect(try await receiver.waitForPrinted(5, timeoutSeconds: 30))
+            await worker.stop()
+            await receiver.stop()
+            let printed = printedByCustomer(receiver.printed)
+            #expect(printed.sequences == ["u1": [1, 2, 3], "u2": [1, 2]])
+            // u2 was never held up by u1's lapsed claim.
+            #expect(printed.ids.firstIndex(of: others[1].id)! < printed.ids.firstIndex(of: events[0].id)!)
+        }
+    }
+
+    @Test func theSenderNeverFollowsARedirectAndGivesUpAtItsDeadline() async throws {
+        let target = try TestReceiver(secrets: [secret])
+        let slow = try TestReceiver(secrets: [secret], faults: .init(hangShare: 1, hangMs: 2_000, hangEveryAttempt: true))
+        let redirect = try TestReceiver.start(port: 0) { _ in HTTPResponse(status: 307, headers: ["Location": target.url]) }
+        let sender = URLSessionWebhookSender()
+        let event = #"{"id":"evt_1"}"#
+        func request(_ url: String, timeoutMs: Int64 = 5_000) -> WebhookRequest {
+            WebhookRequest(endpoint: WebhookEndpoint(id: "e", url: url, secrets: [secret]), eventId: "evt_1", payload: event,
+                           nowSeconds: RealClock().nowMs() / 1000, timeoutMs: timeoutMs)
+        }
+        let redirected = await sender.send(request("http://127.0.0.1:\(redirect.port)/hooks"))
+        let late = await sender.send(request(slow.url, timeoutMs: 150))
+        await redirect.shutdown(gracePeriodSeconds: 0.2)
+        for r in [target, slow] { await r.stop() }
+        guard case .answered(307, _) = redirected else { Issue.record("\(redirected)"); return }
+        #expect(!redirected.isDelivered && target.printed.isEmpty)
+        // The endpoint would have answered 504 after 2 s; the sender gave up at its deadline.
+        #expect(late == .failed(reason: "timed out after 150 ms"))
     }
 }

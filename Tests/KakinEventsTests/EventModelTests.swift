@@ -172,3 +172,30 @@ import Testing
         }
     }
 }
+
+@Suite struct EventRequestParsing {
+    @Test func theFeedQueryTakesAnOpaqueCursorALimitOfOneTo500AndTypes() throws {
+        let q = try EventFeedQuery(after: EventFeedCursor(txid: 5, position: 9).token, limit: "500", types: "coins.*,notification.dead")
+        #expect(q.after == EventFeedCursor(txid: 5, position: 9) && q.limit == 500)
+        #expect(q.types?.admitted.count == 5)
+        let plain = try EventFeedQuery(after: nil, limit: nil, types: nil)
+        #expect(plain.after == .start && plain.limit == 100 && plain.types == nil)
+        for (after, limit, types, kind) in [("x", nil, nil, ErrorKind.invalidCursor), (nil, "0", nil, .invalidEventQuery), (nil, "501", nil, .invalidEventQuery),
+                                            (nil, "ten", nil, .invalidEventQuery), (nil, nil, "coins.credit", .invalidEventQuery)] as [(String?, String?, String?, ErrorKind)] {
+            #expect { try EventFeedQuery(after: after, limit: limit, types: types) } throws: { ($0 as? KakinError)?.kind == kind }
+        }
+        #expect(try CustomerEventsQuery(afterSequence: "12", limit: "3") == CustomerEventsQuery(afterSequence: "12", limit: "3"))
+        #expect(try CustomerEventsQuery(afterSequence: nil, limit: nil).afterSequence == 0)
+        #expect { try CustomerEventsQuery(afterSequence: "-1", limit: nil) } throws: { ($0 as? KakinError)?.kind == .invalidEventQuery }
+    }
+
+    @Test func aReplayNamesEventsOrATimeNotBoth() throws {
+        #expect(try ReplayRequest(json: ["eventIds": ["evt_1", "evt_2"]]) == .eventIds(["evt_1", "evt_2"]))
+        #expect(try ReplayRequest(json: ["since": "2026-11-30T15:00:00Z"]) == .since(ms: Timestamp.parseRFC3339("2026-11-30T15:00:00Z")!))
+        let tooMany = JSONValue.array((0...1_000).map { .string("evt_\($0)") })
+        for bad: JSONValue in [[:], ["eventIds": []], ["eventIds": [1]], ["eventIds": tooMany], ["since": "yesterday"],
+                               ["since": "2026-11-30T15:00:00Z", "eventIds": ["evt_1"]], ["other": 1], "text"] {
+            #expect { try ReplayRequest(json: bad) } throws: { ($0 as? KakinError)?.kind == .invalidReplayRequest }
+        }
+    }
+}
