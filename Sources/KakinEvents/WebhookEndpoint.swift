@@ -56,8 +56,8 @@ public struct WebhookEndpoint: Sendable, Hashable {
         return h == "localhost" || h == "::1" || h == "[::1]" || h.hasPrefix("127.")
     }
 
-    /// `secretEnv`'s value: one secret, or two separated by a comma while rotating (the first signs too). Nil with
-    /// the reason when it is none of these.
+    /// `secretEnv`'s value: one secret, or two separated by a comma while rotating (both sign, the first listed first);
+    /// each 16…1024 bytes. The reason when it is none of these.
     public static func parseSecrets(_ value: String) -> Result<[[UInt8]], SecretProblem> {
         let parts = value.split(separator: ",", omittingEmptySubsequences: false).map { Array($0.utf8) }
         guard (1...secretsMax).contains(parts.count) else { return .failure(SecretProblem(message: "must hold one secret, or two separated by a comma")) }

@@ -49,7 +49,11 @@ func withStores(_ backend: Backend, count: Int = 1, _ body: ([KakinStore]) async
         let path = dir.appendingPathComponent("k.db").path
         try await run { try SQLiteDatabase(path: path) }
     case .postgresql:
-        try await TestPostgres.withSchema { schema in try await run { try PostgresDatabase(url: schema.url) } }
+        try await OutboxTestGate.shared.run {
+            try await TestPostgres.withSchema { schema in
+                try await run { try PostgresDatabase(url: schema.url, options: .init(writerConnections: 2, readerConnections: 1)) }
+            }
+        }
     }
 }
 
@@ -208,4 +212,42 @@ final class CountingSender: WebhookSender {
     }
 
     var counts: [String: Int] { outcomes.withLock { $0 } }
+}
+
+/// Lets two of these PostgreSQL tests hold connections at a time (three per database instance), so the suite's
+/// parallel tests stay well under the test cluster's connection limit.
+final class OutboxTestGate: Sendable {
+    static let shared = OutboxTestGate(slots: 2)
+    private struct State {
+        var free: Int
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state: Mutex<State>
+
+    init(slots: Int) { state = Mutex(State(free: slots)) }
+
+    func run<T>(_ body: () async throws -> T) async throws -> T {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.free > 0 {
+                    s.free -= 1
+                    return true
+                }
+                s.waiting.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+        defer {
+            let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                if s.waiting.isEmpty {
+                    s.free += 1
+                    return nil
+                }
+                return s.waiting.removeFirst()
+            }
+            next?.resume()
+        }
+        return try await body()
+    }
 }

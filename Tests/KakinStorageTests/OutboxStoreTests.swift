@@ -29,7 +29,11 @@ func withDatabases(_ backend: Backend, count: Int, _ body: ([any SQLDatabase]) a
         let path = dir.appendingPathComponent("k.db").path
         try await run { try SQLiteDatabase(path: path) }
     case .postgresql:
-        try await TestPostgres.withSchema { schema in try await run { try PostgresDatabase(url: schema.url) } }
+        try await OutboxTestGate.shared.run {
+            try await TestPostgres.withSchema { schema in
+                try await run { try PostgresDatabase(url: schema.url, options: .init(writerConnections: 2, readerConnections: 1)) }
+            }
+        }
     }
 }
 
@@ -199,11 +203,19 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
                     return rows
                 }
             }
-            while !inserted.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(5)) }
-            let later = try await fast.write { db in try appendRaw(db, "late", ["coins.spent"]) }
-            let during = try await store.eventFeed(after: .start, limit: 500, types: nil)
+            let later: [OutboxEventRow], during: EventFeedPage
+            do {
+                // However this block ends, the blocked writer is let go once (closing its database waits for it).
+                defer { release.signal() }
+                for _ in 0..<2_000 where !inserted.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(5)) }
+                guard inserted.load(ordering: .sequentiallyConsistent) else {
+                    Issue.record("the slow writer never got to its insert")
+                    return
+                }
+                later = try await fast.write { db in try appendRaw(db, "late", ["coins.spent"]) }
+                during = try await store.eventFeed(after: .start, limit: 500, types: nil)
+            }
             #expect(during.events.isEmpty)
-            release.signal()
             let early = try await open.value
             try await settle(fast)
             let after = try await store.eventFeed(after: during.nextCursor, limit: 500, types: nil)
@@ -417,4 +429,42 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
 final class SendLog: Sendable {
     struct Log { var sent: [String: [Int64]] = [:]; var sends = 0 }
     let state = Mutex(Log())
+}
+
+/// Lets two of these PostgreSQL tests hold connections at a time (three per database instance), so the suite's
+/// parallel tests stay well under the test cluster's connection limit.
+final class OutboxTestGate: Sendable {
+    static let shared = OutboxTestGate(slots: 2)
+    private struct State {
+        var free: Int
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state: Mutex<State>
+
+    init(slots: Int) { state = Mutex(State(free: slots)) }
+
+    func run<T>(_ body: () async throws -> T) async throws -> T {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.free > 0 {
+                    s.free -= 1
+                    return true
+                }
+                s.waiting.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+        defer {
+            let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                if s.waiting.isEmpty {
+                    s.free += 1
+                    return nil
+                }
+                return s.waiting.removeFirst()
+            }
+            next?.resume()
+        }
+        return try await body()
+    }
 }
