@@ -10,7 +10,8 @@ import Synchronization
 /// 2. claims: per endpoint, as many due customer chains as the endpoint has free slots (`concurrencyPerEndpoint`); each
 ///    claimed chain is sent by a task of its own, one delivery at a time (a customer's next event only after the
 ///    previous one was delivered or went dead), up to `chainRunMax` in a row, then the chain goes back;
-/// 3. retention, at most every `retentionIntervalMs`.
+/// 3. retention, at most every `retentionIntervalMs` and by one process at a time (a lease); a worker without endpoints
+///    does only this, so the feed keeps `retentionDays` whether or not webhooks are configured.
 ///
 /// What is bounded, and what happens at the bound:
 /// - deliveries held in memory: `concurrencyPerEndpoint` per endpoint (each with its event's JSON, ≤ 1 MiB). A full
@@ -171,9 +172,13 @@ public final class WebhookDeliveryWorker: Sendable {
     /// Answers whether more work is waiting right now (a full fan-out batch).
     @discardableResult
     public func runPass() async -> Bool {
-        if endpoints.isEmpty { return false }
         let now = clock.nowMs()
         do {
+            // Without endpoints the worker only keeps the feed to its retention.
+            if endpoints.isEmpty {
+                try await purgeIfDue(nowMs: now)
+                return false
+            }
             try await prepare()
             let fanOut = try await store.fanOutWebhookEvents(routes: endpoints.map(\.route), nowMs: now,
                                                              deadlineMs: options.schedule.deadline(fromMs: now), batchMax: options.fanOutBatchMax)
@@ -277,9 +282,15 @@ public final class WebhookDeliveryWorker: Sendable {
 
     // MARK: Retention
 
+    /// Name of the lease that makes one process at a time purge (the others find nothing left anyway).
+    static let retentionLease = "eventsRetention"
+
     private func purgeIfDue(nowMs: Int64) async throws(KakinError) {
         let due = state.withLock { s in s.lastPurgeMs.map { nowMs - $0 >= options.retentionIntervalMs } ?? true }
         if !due { return }
+        state.withLock { $0.lastPurgeMs = nowMs }
+        // In turn with the other processes: once per interval across all of them.
+        guard try await store.takeLease(Self.retentionLease, owner: owner, nowMs: nowMs, untilMs: nowMs + options.retentionIntervalMs * 9 / 10) else { return }
         let retentionMs = Int64(options.retentionDays) * 86_400_000
         let (eventCutoff, deliveryCutoff) = (eventClock.nowMs() - retentionMs, nowMs - retentionMs)
         for _ in 0..<options.retentionBatchesMax {
@@ -287,6 +298,5 @@ public final class WebhookDeliveryWorker: Sendable {
                                                      batchMax: options.retentionBatchMax)
             if purged.events < options.retentionBatchMax, purged.deliveries < options.retentionBatchMax { break }
         }
-        state.withLock { $0.lastPurgeMs = nowMs }
     }
 }

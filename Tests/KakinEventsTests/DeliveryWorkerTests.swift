@@ -220,4 +220,23 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
         // The endpoint would have answered 504 after 2 s; the sender gave up at its deadline.
         #expect(late == .failed(reason: "timed out after 150 ms"))
     }
+
+    /// Without any webhook the worker still keeps the feed to `retentionDays` (by the events' own clock).
+    @Test(arguments: Backend.available) func withoutWebhooksTheFeedIsStillKeptToItsRetention(_ backend: Backend) async throws {
+        struct Later: Clock { func nowMs() -> Int64 { RealClock().nowMs() + 2 * 86_400_000 } }
+        try await withStores(backend) { stores async throws in
+            let store = stores[0]
+            let ids = SequentialIDs()
+            let events = try await append(store, "u1", count: 3, ids: ids)
+            var options = testWorkerOptions()
+            options.retentionDays = 1
+            let worker = WebhookDeliveryWorker(store: store, endpoints: [], sender: URLSessionWebhookSender(), clock: RealClock(), eventClock: Later(),
+                                               owner: "w", options: options)
+            #expect(try await store.outboxEvents(ids: events.map(\.id)).count == 3)
+            await worker.runPass()
+            #expect(try await store.outboxEvents(ids: events.map(\.id)).isEmpty)
+            // The sequence goes on.
+            #expect(try await append(store, "u1", ids: ids).map(\.sequence) == [4])
+        }
+    }
 }
