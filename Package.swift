@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Kakin: a self-hostable in-app-purchase backend. Dependency direction:
-// KakinCore (pure) <- AppStoreSecurity, KakinStorage, AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin.
+// KakinCore (pure) <- KakinSystem (clock, IDs), AppStoreSecurity, KakinStorage (<- KakinSQLite, KakinPostgreSQL), AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin (with KakinAppCommand, KakinVerifyCommand).
 // C libraries live only in the C* system-library targets and the one Swift target that wraps each.
 let package = Package(
     name: "Kakin",
@@ -21,11 +21,15 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
-        .target(name: "KakinCore", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "KakinCore", exclude: ["README.md"], linkerSettings: [.linkedLibrary("m")]),
+        // The real world the core is handed: the wall clock and random IDs (production's Clock and IDGenerator).
+        .target(name: "KakinSystem", dependencies: ["KakinCore"], exclude: ["README.md"]),
         // JWS / X.509 / ES256 over OpenSSL.
         .target(name: "AppStoreSecurity", dependencies: ["KakinCore", "COpenSSL"], exclude: ["Resources", "README.md"]),
-        // SQL storage: SQLite with group commit; the repository over it.
-        .target(name: "KakinStorage", dependencies: ["KakinCore", "CSQLite"], exclude: ["SQL/README.md"]),
+        // SQL storage: the engine-independent SQLDatabase API and the repository over it (no C).
+        .target(name: "KakinStorage", dependencies: ["KakinCore"], exclude: ["README.md", "SQL/README.md"]),
+        // The SQLite engine of KakinStorage's SQLDatabase: group commit on one writer thread, readers, checkpoints, backup.
+        .target(name: "KakinSQLite", dependencies: ["KakinCore", "KakinStorage", "CSQLite"], exclude: ["README.md"]),
         // The PostgreSQL engine of KakinStorage's SQLDatabase, over libpq: many Kakin processes on one database.
         .target(name: "KakinPostgreSQL", dependencies: ["KakinCore", "KakinStorage", "CLibPQ"], exclude: ["README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
@@ -33,38 +37,45 @@ let package = Package(
         // The App Store Server API client (URLSession): talks to Apple or to the simulator alike.
         .target(name: "AppStoreClient", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         // The fake App Store: catalog, clock, subscription engine, signing CA, Server API, notifications.
-        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
+        .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
-        // the unused paid-coin balance report. Over the store; no App Store or verification code of its own.
-        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        // the unused paid-coin balance report. An adapter over KakinService's use cases and the store's queries.
+        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
+        // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
+        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient"],
+                exclude: ["README.md"]),
         // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
         // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.
         .target(name: "KakinEvents", dependencies: ["KakinCore", "KakinStorage", "AppStoreSecurity"], exclude: ["README.md"]),
         // `kakin events listen`: a webhook receiver that checks Kakin-Signature and prints one event a line.
         .target(name: "KakinEventsListener", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
-        // Composition: config, routes, auth, the notification inbox, the App Store Server API use, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "AppStoreSecurity", "KakinStorage", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin",
-                                                    "KakinEvents", "KakinEventsListener"]),
+        // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin",
+                                                    "KakinEvents", "KakinEventsListener"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
-        ]),
-        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand"]),
-        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
+        ], exclude: ["README.md"]),
+        // `kakin verify`: App Store signed data verified and printed, alone or a stream of lines on every core.
+        .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
+        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand"], exclude: ["README.md"]),
+        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
-        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinServer"], exclude: ["Interop"]),
-        // The tests' throwaway PostgreSQL (a schema per test); used by test targets only.
-        .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinStorage"], path: "Tests/KakinTestPostgres"),
-        .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinPostgreSQL", "KakinTestPostgres"]),
+        .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinVerifyCommand"], exclude: ["Interop"]),
+        // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.
+        .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinSQLite", "KakinStorage"], path: "Tests/KakinTestPostgres", exclude: ["README.md"]),
+        .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres"]),
+        .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres"]),
         .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator"]),
-        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator"], exclude: ["Interop", "Fixtures"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "KakinSystem"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
-        .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinPostgreSQL",
+        .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
                                                             "KakinTestPostgres", "HTTPServer", "AppStoreSecurity"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinCore", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import KakinSQLite
 import KakinStorage
 
 /// durable grants over HTTP: wrk POSTs grants, each under its own Idempotency-Key, at `kakin serve`;

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import KakinCore
+import KakinSQLite
 import KakinStorage
 
 /// notifications ingested: wrk POSTs /v1/notifications/appstore, every request a different signed

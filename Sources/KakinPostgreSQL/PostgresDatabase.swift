@@ -1,4 +1,5 @@
 import Foundation
+import KakinCore
 import KakinStorage
 import Synchronization
 
@@ -118,8 +119,8 @@ public final class PostgresDatabase: SQLDatabase {
         /// Bodies in all committed transactions (the sum behind `batchSizeMean`).
         public var bodiesInCommittedBatches = 0
         /// Committed transactions per batch-size bucket (not cumulative), the buckets of
-        /// `SQLiteDatabase.Statistics.batchSizeBucketBounds`, so both engines report one histogram.
-        public var committedBatchSizeCounts = [Int](repeating: 0, count: SQLiteDatabase.Statistics.batchSizeBucketBounds.count)
+        /// `SQLBatchSizeHistogram.bucketBounds`, so both engines report one histogram.
+        public var committedBatchSizeCounts = [Int](repeating: 0, count: SQLBatchSizeHistogram.bucketBounds.count)
     }
 
     public let options: Options
@@ -150,7 +151,9 @@ public final class PostgresDatabase: SQLDatabase {
         readQueue = JobQueue(name: "read", depthMax: options.queueDepthMax)
         let gate = WriterGate()
         for index in 0..<options.writerConnections {
-            let writer = PostgresWriter(session: makeSession(), queue: writeQueue, options: options, statistics: recorder, gate: gate)
+            var system = SystemRandomNumberGenerator()
+            let writer = PostgresWriter(session: makeSession(), queue: writeQueue, options: options, statistics: recorder, gate: gate,
+                                        random: SeededRandom(seed: system.next()))
             threads.start(name: "pg-writer-\(index)") { writer.run() }
         }
         for index in 0..<options.readerConnections {
@@ -260,14 +263,14 @@ final class PostgresStatisticsRecorder: Sendable {
     func snapshot() -> PostgresDatabase.Statistics { state.withLock { $0 } }
 
     func recordCommit(size: Int, bodiesSucceeded: Int) {
+        precondition(size >= 1 && (0...size).contains(bodiesSucceeded), "a batch of \(size) with \(bodiesSucceeded) bodies succeeded")
         state.withLock { s in
             s.commits += 1
             s.writesCommitted += bodiesSucceeded
             s.writesFailed += size - bodiesSucceeded
             s.bodiesInCommittedBatches += size
             s.batchSizeLargest = max(s.batchSizeLargest, size)
-            let bounds = SQLiteDatabase.Statistics.batchSizeBucketBounds
-            s.committedBatchSizeCounts[bounds.firstIndex { size <= $0 } ?? bounds.count - 1] += 1
+            s.committedBatchSizeCounts[SQLBatchSizeHistogram.bucketIndex(of: size)] += 1
         }
     }
 

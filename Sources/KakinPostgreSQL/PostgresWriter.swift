@@ -1,4 +1,5 @@
 import Foundation
+import KakinCore
 import KakinStorage
 
 /// One caller's `write`, type-erased. Its body may run several times (each failed attempt's result is
@@ -23,27 +24,30 @@ struct PGWriteOutcome {
 /// at once; PostgreSQL's serializable isolation makes their combined effect equal to some serial order,
 /// and when it cannot it fails a transaction, which is then run again here — at once and with no other
 /// writer of this process beside it (`WriterGate`), then in halves down to body by body, with a short
-/// jittered pause — until it commits or `serializationRetriesMax` is spent.
+/// jittered pause — until it commits or `serializationRetriesMax` is spent (`WriteRerunPlan`, KakinCore).
 final class PostgresWriter {
     private let session: PGSession
     private let queue: JobQueue<PGWriteJob>
     private let options: PostgresDatabase.Options
     private let statistics: PostgresStatisticsRecorder
     private let gate: WriterGate
+    /// The re-run pauses' jitter: need not be unpredictable, only differ between writers.
+    private var random: SeededRandom
 
     init(session: PGSession, queue: JobQueue<PGWriteJob>, options: PostgresDatabase.Options, statistics: PostgresStatisticsRecorder,
-         gate: WriterGate) {
+         gate: WriterGate, random: SeededRandom) {
         self.session = session
         self.queue = queue
         self.options = options
         self.statistics = statistics
         self.gate = gate
+        self.random = random
     }
 
     func run() {
         session.warmUp(.writer)
         while let jobs = queue.take(countMax: options.batchSizeMax, joining: { _, _ in true }) {
-            commit(jobs[...], attempt: 0)
+            commit(jobs[...])
         }
         session.discard()
     }
@@ -59,41 +63,31 @@ final class PostgresWriter {
 
     /// Commits `jobs`, running them again after serialization failures (halving the batch each time, so
     /// one conflicting body does not keep failing the others) and after a connection that broke before
-    /// `COMMIT` was sent (nothing was committed, so running them again is safe).
-    private func commit(_ jobs: ArraySlice<PGWriteJob>, attempt: Int) {
-        let attempted = attempt == 0 ? gate.runTogether { runTransaction(jobs) } : gate.runAlone { runTransaction(jobs) }
-        switch attempted {
-        case .committed, .settled:
-            return
-        case .again(let serialization, let error):
-            guard attempt < options.serializationRetriesMax else {
+    /// `COMMIT` was sent (nothing was committed, so running them again is safe). What runs again, alone or
+    /// beside the other writers, and after what pause is `WriteRerunPlan`'s decision (KakinCore).
+    private func commit(_ jobs: ArraySlice<PGWriteJob>) {
+        precondition((1...options.batchSizeMax).contains(jobs.count), "a write batch holds 1...batchSizeMax bodies")
+        var plan = WriteRerunPlan(batchSize: jobs.count, retriesMax: options.serializationRetriesMax)
+        while let run = plan.next() {
+            if run.pauseMicroseconds > 0 {
+                // On this (dedicated) thread; short: every queued write behind this thread waits too.
+                Thread.sleep(forTimeInterval: Double(run.pauseMicroseconds) / 1_000_000)
+            }
+            let bodies = jobs[(jobs.startIndex + run.bodies.lowerBound)..<(jobs.startIndex + run.bodies.upperBound)]
+            let attempted = run.runsAlone ? gate.runAlone { runTransaction(bodies) } : gate.runTogether { runTransaction(bodies) }
+            guard case .again(let serialization, let error) = attempted else { continue }
+            switch plan.failed(run, serialization ? .serialization : .connection, using: &random) {
+            case .rerun:
+                if serialization { statistics.recordRetry() }
+            case .giveUp:
                 let kind: SQLError.Kind = serialization ? .conflict : .unavailable
                 let given = SQLError(kind: kind, sqlState: (error as? SQLError)?.sqlState,
                                      message: serialization
-                                        ? "gave up after \(attempt + 1) attempts that conflicted with concurrent writes; nothing was applied"
+                                        ? "gave up after \(run.attempt + 1) attempts that conflicted with concurrent writes; nothing was applied"
                                         : "the database connection kept failing; nothing was applied (\((error as? SQLError)?.message ?? "\(error)"))")
-                fail(jobs, given, outcomeUnknown: false)
-                return
-            }
-            if serialization {
-                statistics.recordRetry()
-                if attempt > 0 { backoff(attempt: attempt) }
-            }
-            if serialization, attempt > 0, jobs.count > 1 {
-                let middle = jobs.startIndex + jobs.count / 2
-                commit(jobs[..<middle], attempt: attempt + 1)
-                commit(jobs[middle...], attempt: attempt + 1)
-            } else {
-                commit(jobs, attempt: attempt + 1)
+                fail(bodies, given, outcomeUnknown: false)
             }
         }
-    }
-
-    /// Sleeps 0…min(2^attempt, 16) ms on this (dedicated) thread, so conflicting writers drift apart
-    /// (short: every queued write behind this thread waits too).
-    private func backoff(attempt: Int) {
-        let capMs = 1 << min(attempt, 4)
-        Thread.sleep(forTimeInterval: Double.random(in: 0...Double(capMs)) / 1000)
     }
 
     private func fail(_ jobs: ArraySlice<PGWriteJob>, _ error: any Error, outcomeUnknown: Bool) {

@@ -2,14 +2,17 @@ import AppStoreSecurity
 import HTTPServer
 import KakinAdmin
 import KakinCore
+import KakinService
 import KakinStorage
+import KakinSystem
 import Synchronization
 
-/// The composition of Kakin's HTTP API: each route validates its input, calls the pure core and the
-/// store, and maps `KakinError` to the contract's error body. Knows every piece; no piece knows it.
+/// Kakin's HTTP API: the route table (`Routes/Routes.swift`, each route with the access it needs), thin adapters
+/// that parse a request, call a use case of `KakinServices` and render its answer, and the contract's error body.
+/// Knows HTTP; the use cases don't.
 public final class KakinApp: Sendable {
     public struct Settings: Sendable {
-        public var apps: [Configuration.App]
+        public var apps: [AppSettings]
         public var wallet: WalletPolicy
         public var transferPolicy: TransferPolicy
         public var auth: Configuration.Auth?
@@ -20,7 +23,7 @@ public final class KakinApp: Sendable {
         /// Processing attempts before a notification is given up on (`dead`); see `NotificationRetryPolicy`.
         public var notificationAttemptsMax: Int
 
-        public init(apps: [Configuration.App], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
+        public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     auth: Configuration.Auth? = nil, listensOnLoopback: Bool = true,
                     notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax) {
             self.apps = apps
@@ -32,30 +35,11 @@ public final class KakinApp: Sendable {
         }
     }
 
-    public let store: KakinStore
-    public let verifier: SignedDataVerifier
-    public let clock: any Clock
-    public let logger: Logger
-    public let metrics = Metrics()
-    /// Applies stored notifications in the background.
-    public let notificationWorker = BackgroundLoop(pollIntervalMs: 1000)
-    /// This process's share of the background work when several processes run on one database.
-    let claims = NotificationClaims()
-    /// Makes the calls Kakin owes the App Store: answers to CONSUMPTION_REQUESTs, app account tokens (woken when
-    /// one is scheduled, polling for retries; `AppStoreJobs.swift`).
-    public let appStoreJobsWorker = BackgroundLoop(pollIntervalMs: 15_000)
-    /// Schedules processing retries in real time, whatever clock the business logic runs on.
-    let retryClock: any Clock
+    /// The use cases every route calls.
+    public let services: KakinServices
     /// Writes the errors this process answered to the database, for support lookups by request ID.
     let recentErrorFlusher = BackgroundLoop(pollIntervalMs: 1000)
-    /// Set once the App Store Server API is configured (local mode: when the simulator's port is known).
-    let appStoreAPI = Mutex<AppStoreConnection?>(nil)
-    /// The key offers are signed with (`offerSigning`, else the App Store Server API's), once known.
-    let offerSigner = Mutex<OfferSigner?>(nil)
     let settings: Settings
-    let appsByBundle: [String: Configuration.App]
-    /// Every group of every app's catalog, for eligibility answers.
-    let mergedCatalog: Catalog
     let authenticator: Authenticator
     /// Built once at the end of init (its handlers capture the app, so it can't be a plain `let`).
     private let router = Mutex(Router())
@@ -63,22 +47,23 @@ public final class KakinApp: Sendable {
     private let deskBox = Mutex<SupportDesk?>(nil)
     var desk: SupportDesk { deskBox.withLock { $0! } }
 
+    public var store: KakinStore { services.store }
+    public var metrics: Metrics { services.metrics }
+    var clock: any Clock { services.clock }
+    var logger: Logger { services.logger }
+
     public init(store: KakinStore, verifier: SignedDataVerifier, settings: Settings, clock: any Clock, logger: Logger,
                 retryClock: (any Clock)? = nil, extraRoutes: @escaping @Sendable (inout Router) -> Void = { _ in }) {
-        self.store = store
-        self.retryClock = retryClock ?? SystemClock()
-        self.verifier = verifier
         self.settings = settings
-        self.clock = clock
-        self.logger = logger
-        self.appsByBundle = Dictionary(settings.apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { a, _ in a })
-        var merged = Catalog()
-        for app in settings.apps { for p in app.catalog.sortedProducts { merged.upsert(p) } }
-        self.mergedCatalog = merged
-        self.authenticator = Authenticator(auth: settings.auth, clock: clock)
+        services = KakinServices(
+            store: store, verifier: verifier,
+            settings: KakinServices.Settings(apps: settings.apps, wallet: settings.wallet, transferPolicy: settings.transferPolicy,
+                                             appReceiptRootsDER: settings.appReceiptRootsDER, notificationAttemptsMax: settings.notificationAttemptsMax),
+            clock: clock, retryClock: retryClock ?? SystemClock(), logger: logger)
+        authenticator = Authenticator(auth: settings.auth, clock: clock)
         let desk = makeSupportDesk()
         deskBox.withLock { $0 = desk }
-        var table = RouteTable(metrics: metrics)
+        var table = RouteTable(app: self)
         registerRoutes(&table)
         var r = table.router
         extraRoutes(&r)
@@ -122,15 +107,6 @@ public final class KakinApp: Sendable {
         }
     }
 
-    /// Wraps a route body: errors become the contract's error body, and are logged with their ID.
-    func run(_ request: HTTPRequest, _ body: () async throws(KakinError) -> HTTPResponse) async -> HTTPResponse {
-        do {
-            return try await body()
-        } catch {
-            return errorResponse(error, for: request)
-        }
-    }
-
     func errorResponse(_ error: KakinError, for request: HTTPRequest) -> HTTPResponse {
         log(error, request: request)
         return .error(error, requestId: request.requestId)
@@ -145,5 +121,23 @@ public final class KakinApp: Sendable {
         logger.log(level, error.message, md)
         metrics.countError(error.kind)
         if let recent = recentError(error, request: request) { desk.errors.record(recent) }
+    }
+
+    // MARK: Background work (started by `kakin serve`, run by tests directly)
+
+    /// Starts the workers: the notification inbox, the App Store jobs, the recent-errors flusher.
+    func startWorkers() {
+        let services = services
+        services.notifications.worker.start { await services.notifications.processDue() }
+        services.appStoreJobs.worker.start { await services.appStoreJobs.processDue() }
+        recentErrorFlusher.start { [self] in await flushRecentErrors() }
+    }
+
+    /// Stops them after their current pass, then writes the errors still buffered.
+    func stopWorkers() async {
+        await services.notifications.worker.stop()
+        await services.appStoreJobs.worker.stop()
+        await recentErrorFlusher.stop()
+        await flushRecentErrors()
     }
 }

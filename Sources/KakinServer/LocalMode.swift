@@ -3,10 +3,11 @@ import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 import Synchronization
 
 /// Local mode, the newcomer's first run: SQLite, the demo catalog, and the App Store simulator mounted
-/// in-process under `/simulator/`. Kakin trusts only the simulator's CA, runs on the simulator's clock
+/// in-process under `/simulator/` (its Server API also at `/inApps/…`). Kakin trusts only the simulator's CA, runs on the simulator's clock
 /// (statuses follow simulated time), and receives its notifications directly: a simulator call answers
 /// only after Kakin has applied the notifications it caused. The simulator's state is kept beside the
 /// database so a restart keeps the same CA, clock and purchases.
@@ -68,7 +69,7 @@ final class LocalMode: Sendable {
             let response = await app.handle(request)
             // Read-your-writes: the simulator call that caused this notification (clock, purchase,
             // action) answers only once Kakin has applied it, so a status read right after is current.
-            if (200...206).contains(response.status) { await app.notificationWorker.completePass() }
+            if (200...206).contains(response.status) { await app.services.notifications.worker.completePass() }
             return response
         })
         if let stateFile, let bytes = FileManager.default.contents(atPath: stateFile) {
@@ -88,8 +89,12 @@ final class LocalMode: Sendable {
         return KakinRuntime.Options(
             configuration: configuration, defaultRootsDER: [simulator.rootCertificateDER], clock: simulator.clock, logger: logger,
             extraRoutes: { router in
+                // The control API under /simulator/; the Server API at Apple's own paths too (/inApps/…), as
+                // `kakin simulator serve` answers it, so a client's base URL can be the same in both modes.
                 for method in ["GET", "POST", "PUT", "DELETE"] {
-                    router.add(method, "/simulator/{rest...}") { request, _ in await simulator.handle(request) }
+                    for mount in ["/simulator/{rest...}", "/inApps/{rest...}"] {
+                        router.add(method, mount) { request, _ in await simulator.handle(request) }
+                    }
                 }
             })
     }
@@ -100,7 +105,7 @@ final class LocalMode: Sendable {
         let app = runtime.app
         kakin.set(app)
         let key = simulator.apiKey
-        try app.connectAppStoreServerAPI(Configuration.AppStoreServerAPI(
+        try app.services.connectAppStoreServerAPI(AppStoreServerAPISettings(
             issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM,
             baseURL: "http://127.0.0.1:\(runtime.port)/simulator"))
     }

@@ -1,9 +1,16 @@
 import Foundation
 import KakinAppCommand
 import KakinServer
+import KakinVerifyCommand
 
 // `kakin`: see `kakin --help`. This file only hands over the arguments: `kakin app` to KakinAppCommand (the
-// KakinKit command-line app), everything else to KakinServer.
+// KakinKit command-line app), `kakin verify` to KakinVerifyCommand, everything else to KakinServer.
 let arguments = Array(CommandLine.arguments.dropFirst())
-let status = arguments.first == "app" ? await AppCommand.run(Array(arguments.dropFirst())) : await KakinCommand.run(arguments)
+let rest = Array(arguments.dropFirst())
+let status: Int32
+switch arguments.first {
+case "app": status = await AppCommand.run(rest)
+case "verify": status = VerifyCommand.run(arguments: rest)
+default: status = await KakinCommand.run(arguments)
+}
 exit(status)

@@ -1,7 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
-import KakinServer
+import KakinVerifyCommand
 import Testing
 
 /// `kakin verify`, run in-process on temporary files standing in for stdin, stdout and stderr.

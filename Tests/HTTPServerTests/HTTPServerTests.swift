@@ -244,10 +244,14 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
 
     @Test func gracefulShutdownFinishesInFlightRefusesNewAndServerStartsAgain() async throws {
         let (slowStarts, slowStartSink) = AsyncStream<Void>.makeStream()
+        // The in-flight request is what keeps the draining server up, so it lasts until the test has seen
+        // what draining does to others. (It used to sleep 1 s: on a loaded machine the test reached the
+        // kept-alive connection after that, when the server had rightly finished its shutdown and closed it.)
+        let (release, releaseSink) = AsyncStream<Void>.makeStream()
         let server = try startServer { request in
             guard request.path == "/slow" else { return .text("ok") }
             slowStartSink.yield()
-            try? await Task.sleep(for: .seconds(1))
+            for await _ in release { break }
             return .text("slow done")
         }
         let port = server.port
@@ -261,7 +265,7 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
         async let slow = rawExchange(port: port, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
         var starts = slowStarts.makeAsyncIterator()
         _ = await starts.next()
-        async let shutdown: Void = server.shutdown(gracePeriodSeconds: 10)
+        async let shutdown: Void = server.shutdown(gracePeriodSeconds: 30)
 
         // New connections are refused as soon as draining starts.
         var refused = false
@@ -277,7 +281,9 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
         }
         #expect(late.status == 503)
         #expect(late.text.hasPrefix("rejected: serviceUnavailable"))
+        #expect(server.inFlightCount == 1, "the request that began before the shutdown is still running")
 
+        releaseSink.finish()
         let slowResponse = try await slow
         #expect(slowResponse.status == 200)
         #expect(slowResponse.text == "slow done")
@@ -304,7 +310,7 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
             try await Task.sleep(for: .milliseconds(5))
         }
         #expect(server.inFlightCount == 1)
-        async let shutdown: Void = server.shutdown(gracePeriodSeconds: 10)
+        async let shutdown: Void = server.shutdown(gracePeriodSeconds: 30)
         var refused = false
         for _ in 0..<200 where !refused {
             refused = try await offPool { (try? RawConnection(port: port)) == nil }

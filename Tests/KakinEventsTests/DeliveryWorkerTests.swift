@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import KakinCore
 import KakinStorage
+import KakinTestPostgres
 import Testing
 @testable import KakinEvents
 

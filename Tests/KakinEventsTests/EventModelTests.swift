@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import KakinCore
 import KakinStorage
+import KakinTestPostgres
 import Testing
 @testable import KakinEvents
 

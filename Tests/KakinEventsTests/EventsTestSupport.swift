@@ -4,17 +4,11 @@ import KakinCore
 import KakinEvents
 import KakinEventsListener
 import KakinPostgreSQL
+import KakinSQLite
 import KakinStorage
 import KakinTestPostgres
 import Synchronization
 import Testing
-
-/// The engines the suite runs on: SQLite always, PostgreSQL when `scripts/test` started a cluster.
-enum Backend: String, CustomTestStringConvertible, Sendable {
-    case sqlite, postgresql
-    static var available: [Backend] { TestPostgres.isAvailable ? [.sqlite, .postgresql] : [.sqlite] }
-    var testDescription: String { rawValue }
-}
 
 /// Real time: the worker's schedules and signatures, the receiver's tolerance.
 struct RealClock: Clock {

@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 

@@ -1,3 +1,4 @@
+import KakinService
 import Foundation
 @testable import KakinServer
 import Synchronization

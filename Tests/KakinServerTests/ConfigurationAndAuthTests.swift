@@ -1,7 +1,9 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
+import KakinSystem
 import Testing
 
 @Suite struct ConfigurationFile {

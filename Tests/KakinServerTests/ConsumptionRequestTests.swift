@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
 import KakinStorage
 import Testing
@@ -32,7 +33,7 @@ import Testing
 
     @Test func aPartlySpentCoinPurchaseIsAnsweredWithTheLedgersFigures() async throws {
         try await SimulatedKakin.with(consumption: Self.consented) { k in
-            await k.app.appStoreJobsWorker.stop()
+            await k.app.services.appStoreJobs.worker.stop()
             let first = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!
             try await k.advance(days: 3)
             let second = try await k.buy("u1", "coins.500")["transactionId"]!.stringValue!
@@ -43,7 +44,7 @@ import Testing
             try await k.advance(days: 2)
 
             try await Self.requestRefund(k, second)
-            #expect(await k.app.processDueConsumptionAnswers() == 1)
+            #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 1)
             let received = try await Self.received(k, second)
             #expect(received.count == 1)
             let request = try #require(received.first?["request"])
@@ -55,11 +56,11 @@ import Testing
             #expect(received.first?["receivedAtMs"] == .int(k.nowMs))
 
             try await Self.requestRefund(k, first)
-            await k.app.processDueConsumptionAnswers()
+            await k.app.services.appStoreJobs.processDueConsumptionAnswers()
             #expect(try await Self.received(k, first).first?["request"]?["consumptionPercentage"] == 100_000)
 
             // Sent once: another pass and a duplicate of the notification change nothing.
-            #expect(await k.app.processDueConsumptionAnswers() == 0)
+            #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 0)
             let jobs = try await k.app.store.consumptionAnswers(transactionId: second)
             #expect(jobs.map(\.state) == [.sent])
             #expect(jobs.first?.reason == "UNINTENDED_PURCHASE")
@@ -73,7 +74,7 @@ import Testing
     /// that those coins are used, and the report values what is really held.
     @Test func aReversedRefundOfAPartlySpentPurchaseIsAnsweredAndReportedAlike() async throws {
         try await SimulatedKakin.with(consumption: Self.consented) { k in
-            await k.app.appStoreJobsWorker.stop()
+            await k.app.services.appStoreJobs.worker.stop()
             let small = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!   // 100 paid, ¥120
             _ = try await k.buy("u1", "coins.1200")                                            // 1,200 paid + 200 free, ¥1,400
             // The 200 free coins first, then 60 paid: the oldest, the small pack's.
@@ -86,7 +87,7 @@ import Testing
             #expect(try await k.app.store.wallet("u1") == WalletBalance(paid: 1240, free: 0))
 
             try await Self.requestRefund(k, small)
-            #expect(await k.app.processDueConsumptionAnswers() == 1)
+            #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 1)
             // 60 of its 100 coins were spent before the refund, and still are.
             #expect(try await Self.received(k, small).first?["request"]?["consumptionPercentage"] == 60_000)
             // Held: 40 of the small pack at ¥1.2 (¥48) and all 1,200 of the large one (¥1,400).
@@ -104,7 +105,7 @@ import Testing
         ])
         try await SimulatedKakin.with(catalog: usd, consumption: ConsumptionInformationPolicy(customerConsented: true, sampleContentProvided: true,
                                                                                               version: 1)) { k in
-            await k.app.appStoreJobsWorker.stop()
+            await k.app.services.appStoreJobs.worker.stop()
             let token = try await k.token("u1")
             try await k.advance(days: 12)
             let small = try await k.buy("u1", "gems.small")["transactionId"]!.stringValue!
@@ -112,7 +113,7 @@ import Testing
             let large = try await k.buy("u1", "gems.large")["transactionId"]!.stringValue!
             try await Self.spend(k, "u1", 1000, key: "all")
             try await Self.requestRefund(k, large)
-            await k.app.processDueConsumptionAnswers()
+            await k.app.services.appStoreJobs.processDueConsumptionAnswers()
             let received = try #require(try await Self.received(k, large).first)
             #expect(received["version"] == 1)
             // Bought $4.99 + $49.99 (range 3: $50–99.99), refunded $4.99 (range 2), customer for 12 days (range 3),
@@ -127,12 +128,12 @@ import Testing
 
     @Test func aSubscriptionsRefundRequestIsAnsweredWithDeliveryOnly() async throws {
         try await SimulatedKakin.with(consumption: Self.consented) { k in
-            await k.app.appStoreJobsWorker.stop()
+            await k.app.services.appStoreJobs.worker.stop()
             let ot = try await k.buy("u1", "premium.monthly")["originalTransactionId"]!.stringValue!
             try await k.advance(days: 10)
             let paid = try #require(try await k.sim("GET", "/simulator/v1/subscriptions/\(ot)")["latestTransactionId"]?.stringValue)
             try await Self.requestRefund(k, paid)
-            await k.app.processDueConsumptionAnswers()
+            await k.app.services.appStoreJobs.processDueConsumptionAnswers()
             // Apple computes the consumption of auto-renewables itself and refuses a percentage for them.
             #expect(try await Self.received(k, paid).first?["request"]
                 == ["customerConsented": true, "deliveryStatus": "DELIVERED", "sampleContentProvided": false])
@@ -141,10 +142,10 @@ import Testing
 
     @Test func withoutConsentNothingIsSentAndTheRequestIsKept() async throws {
         try await SimulatedKakin.with { k in
-            await k.app.appStoreJobsWorker.stop()
+            await k.app.services.appStoreJobs.worker.stop()
             let coins = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!
             try await Self.requestRefund(k, coins)
-            #expect(await k.app.processDueConsumptionAnswers() == 0)
+            #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 0)
             #expect(try await Self.received(k, coins).isEmpty)
             #expect(try await k.app.store.consumptionAnswers(transactionId: coins).map(\.state) == [.notConsented])
         }
@@ -152,11 +153,11 @@ import Testing
 
     @Test func anAnswerThatCannotGetThroughWithinTwelveHoursExpires() async throws {
         try await SimulatedKakin.with(consumption: Self.consented) { k in
-            await k.app.appStoreJobsWorker.stop()
+            await k.app.services.appStoreJobs.worker.stop()
             let coins = try await k.buy("u1", "coins.100")["transactionId"]!.stringValue!
             try await Self.requestRefund(k, coins)
             try await k.advance(to: k.nowMs + ConsumptionInformation.answerWindowMs)
-            #expect(await k.app.processDueConsumptionAnswers() == 1)
+            #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 1)
             #expect(try await Self.received(k, coins).isEmpty)
             let job = try #require(try await k.app.store.consumptionAnswers(transactionId: coins).first)
             #expect(job.state == .expired)
@@ -166,13 +167,13 @@ import Testing
 
     @Test func aPendingAnswerSurvivesARestartAndIsSentOnce() async throws {
         let k = try await SimulatedKakin.start(consumption: Self.consented)
-        await k.app.appStoreJobsWorker.stop()
+        await k.app.services.appStoreJobs.worker.stop()
         // The App Store Server API is unreachable for now: the attempt fails and is kept for later.
-        k.app.appStoreAPI.withLock { $0 = nil }
+        k.app.services.appStore.swap(nil)
         let coins = try await k.buy("u1", "coins.500")["transactionId"]!.stringValue!
         try await Self.spend(k, "u1", 100, key: "s1")
         try await Self.requestRefund(k, coins)
-        #expect(await k.app.processDueConsumptionAnswers() == 1)
+        #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 1)
         let waiting = try #require(try await k.app.store.consumptionAnswers(transactionId: coins).first)
         #expect(waiting.state == .pending)
         #expect(waiting.attempts == 1)
@@ -182,12 +183,12 @@ import Testing
         // A new process on the same database: its worker picks the answer up when it is due.
         let restarted = try await KakinRuntime.start(k.local.runtimeOptions())
         try await k.local.attach(to: restarted)
-        await restarted.app.appStoreJobsWorker.stop()
+        await restarted.app.services.appStoreJobs.worker.stop()
         try await restarted.app.store.database.write { db in
             _ = try db.execute("UPDATE consumption_requests SET next_attempt_ms = 0", [])
         }
-        #expect(await restarted.app.processDueConsumptionAnswers() == 1)
-        #expect(await restarted.app.processDueConsumptionAnswers() == 0)
+        #expect(await restarted.app.services.appStoreJobs.processDueConsumptionAnswers() == 1)
+        #expect(await restarted.app.services.appStoreJobs.processDueConsumptionAnswers() == 0)
         let received = try await Self.received(k, coins)
         #expect(received.count == 1)
         // The body computed before the restart, unchanged: 50 of 500 paid coins used (the 50 bonus coins went first).

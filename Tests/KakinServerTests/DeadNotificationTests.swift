@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 
@@ -22,7 +23,7 @@ import Testing
         })
         let uuid = "0d7c1f2e-aaaa-4bbb-8ccc-000000000001"
         // The test runs the inbox itself, one pass at a time, so every attempt is counted exactly.
-        await first.runtime.app.notificationWorker.stop()
+        await first.runtime.app.services.notifications.worker.stop()
         do {
             let token = try await first.token("u1")
             let tx = try first.appStore.transaction(productId: "coins.1000", appAccountToken: token, purchaseMs: first.clock.nowMs(),
@@ -33,13 +34,13 @@ import Testing
             // Attempt 1 fails now, 2 after 1 s, 3 after 2 s more: then it is dead, and never tried again.
             for (attempt, wait) in [(1, 0), (2, 1_000), (3, 2_000)] {
                 retryClock.advance(ms: Int64(wait))
-                await first.runtime.app.drainNotifications()
+                await first.runtime.app.services.notifications.drain()
                 let state = try await first.runtime.app.store.notification(uuid)
                 #expect(state?.attempts == attempt)
                 #expect(state?.state == (attempt < 3 ? .retrying : .dead))
             }
             retryClock.advance(ms: 3_600_000)
-            #expect(await first.runtime.app.processDueNotifications() == 0)
+            #expect(await first.runtime.app.services.notifications.processDue() == 0)
             #expect(try await first.wallet("u1").total == 0)
 
             let metrics = String(decoding: try await first.request("GET", "/metrics").body, as: UTF8.self)
@@ -87,12 +88,12 @@ import Testing
 
     @Test func aNestedTransactionThatFailsVerificationIsDeadAtOnce() async throws {
         try await TestKakin.with { k in
-            await k.runtime.app.notificationWorker.stop()
+            await k.runtime.app.services.notifications.worker.stop()
             let other = try TestAppStore(nowMs: k.clock.nowMs())   // a CA the server doesn't trust
             let tx = try other.transaction(purchaseMs: k.clock.nowMs())
             let n = try k.appStore.notification("ONE_TIME_CHARGE", nil, transaction: tx.jws, signedMs: k.clock.nowMs())
             #expect(try await k.postNotification(n).status == 200)
-            await k.runtime.app.drainNotifications()
+            await k.runtime.app.services.notifications.drain()
             let dead = try await k.request("GET", "/v1/admin/notifications?state=dead").json["notifications"]?.arrayValue ?? []
             #expect(dead.count == 1)
             #expect(dead.first?["attempts"] == 1)

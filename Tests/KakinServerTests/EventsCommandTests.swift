@@ -1,7 +1,9 @@
 import Foundation
 import KakinCore
 import KakinEvents
+import KakinSQLite
 import KakinStorage
+import KakinSystem
 import Synchronization
 import Testing
 @testable import KakinServer

@@ -2,8 +2,11 @@ import Foundation
 import Glibc
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
+import KakinSQLite
 import KakinStorage
+import KakinSystem
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 

@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import KakinCore
+import KakinService
 @testable import KakinServer
 import KakinKit
 import KakinKitSimulator
@@ -26,7 +27,7 @@ struct KakinAppTests {
     /// The customer's balance once every notification Kakin was sent has been applied, and how many
     /// purchase entries its ledger holds.
     static func settledWallet(_ sk: SimulatedKakin, _ customer: String = "u1") async -> (paid: Int64?, free: Int64?, purchases: Int) {
-        await sk.app.drainNotifications()
+        await sk.app.services.notifications.drain()
         let wallet = await sk.kakin("GET", "/v1/customers/\(customer)/wallet").json
         let ledger = await sk.kakin("GET", "/v1/customers/\(customer)/wallet/ledger").json
         let purchases = ledger["entries"]?.arrayValue?.filter { $0["kind"]?.stringValue == "purchase" }.count ?? -1

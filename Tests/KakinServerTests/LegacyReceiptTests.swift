@@ -2,6 +2,7 @@ import AppStoreSecurity
 import AppStoreSimulator
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 

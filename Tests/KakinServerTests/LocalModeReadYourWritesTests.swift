@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import KakinCore
+import KakinService
 import Testing
 
 /// Local mode as a user's CI drives it over HTTP: a simulator call answers only after Kakin has applied

@@ -1,8 +1,10 @@
 import Foundation
 import KakinCore
+import KakinService
 import KakinPostgreSQL
 import KakinServer
 import KakinStorage
+import KakinSystem
 import KakinTestPostgres
 import Testing
 
@@ -40,7 +42,10 @@ import Testing
                 let after = try await store.ledger(customerId: "u1", limit: 50, cursor: nil)
                 #expect(after.entries.map(\.json) == before["entries"]?.arrayValue)
                 // New entries continue after the copied ones (the identity moved past them).
-                _ = try await store.grant(customerId: "u1", idempotencyKey: "after", request: "{}", amount: 5, reason: "after") { _ in (201, []) }
+                _ = try await store.transaction { r in
+                    try r.moveCoinsCreatingCustomer(LedgerMovement(entryId: "le_after", customerId: "u1", atMs: r.nowMs, kind: .grant, paid: 0, free: 5,
+                                                                   reference: "after", effectKey: nil))
+                }
                 let newest = try await store.ledger(customerId: "u1", limit: 1, cursor: nil).entries.first
                 #expect(newest?.reference == "after" && newest?.balanceAfter.total == 400 - 120 + 5)
                 #expect(try await store.checkLedger().ok)

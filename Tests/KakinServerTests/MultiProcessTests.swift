@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinService
 import KakinPostgreSQL
 import KakinStorage
 import KakinTestPostgres

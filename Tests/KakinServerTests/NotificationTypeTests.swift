@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinService
 import KakinServer
 import Testing
 
@@ -426,7 +427,7 @@ import Testing
             ], signedMs: now)
             let unknown = try k.appStore.notification("SOMETHING_APPLE_ADDS_LATER", "NEW_SUBTYPE", transaction: nil, signedMs: now)
             for n in [test, external, rescind, unknown] { #expect(try await k.postNotification(n).status == 200) }
-            await k.runtime.app.drainNotifications()
+            await k.runtime.app.services.notifications.drain()
             #expect(try await k.runtime.app.store.pendingNotificationCount() == 0)
         }
     }

@@ -3,8 +3,10 @@ import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
 import KakinPostgreSQL
+import KakinSQLite
 import KakinStorage
 import KakinTestPostgres
 import Testing
@@ -61,15 +63,15 @@ import Testing
     /// The status evaluated over every stored transaction of the customer, not only its status inputs.
     static func wholeHistoryStatus(_ app: KakinApp, _ customerId: String) async throws -> JSONValue {
         let snapshot = try await app.store.customerSnapshot(customerId)
-        return StatusEngine.evaluate(KakinApp.history(snapshot), catalog: app.mergedCatalog, nowMs: app.clock.nowMs())
+        return StatusEngine.evaluate(snapshot.history, catalog: app.services.catalog, nowMs: app.clock.nowMs())
             .json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
     }
 
     /// Each notification is applied as it arrives, before the next one is received.
     static func deliver(_ payloads: [String], to app: KakinApp) async throws {
         for jws in payloads {
-            _ = try await app.ingestNotification(jws, source: "push")
-            await app.drainNotifications()
+            _ = try await app.services.notifications.receive(jws, source: "push")
+            await app.services.notifications.drain()
         }
     }
 
@@ -138,8 +140,8 @@ import Testing
         var differing: [String] = []
         var statuses: [String: Int] = [:]
         for c in 0..<Self.customers {
-            let a = try await inOrder.customerStatusJSON("c\(c)")
-            let b = try await shuffled.customerStatusJSON("c\(c)")
+            let a = try await inOrder.services.statusReads.status("c\(c)").json
+            let b = try await shuffled.services.statusReads.status("c\(c)").json
             if a != b {
                 differing.append("c\(c)")
                 if differing.count <= 2 { print("DIFF c\(c)\nIN ORDER \(a.jsonString)\nSHUFFLED \(b.jsonString)") }

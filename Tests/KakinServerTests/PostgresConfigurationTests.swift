@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import KakinCore
+import KakinService
 import Testing
 
 /// Seed 004 (proactive restore), end to end: the simulated App Store sells, renews, fails, refunds; its

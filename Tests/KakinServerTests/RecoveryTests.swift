@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 
@@ -28,7 +29,7 @@ import Testing
             let sub = try #require(r.json["subscriptions"]?.arrayValue?.first)
             #expect(sub["state"] == "subscribed")
             #expect(sub["expiresAt"] == latestExpiry)
-            #expect(try await k.app.store.customerSnapshot("u1").transactionJWS.count > 100)
+            #expect(try await k.app.store.customerSnapshot("u1").history.transactions.count > 100)
             // Restoring again changes nothing; a restore without an id uses what is linked.
             let again = await k.kakin("POST", "/v1/customers/u1/restore")
             #expect(again.status == 200)
@@ -66,7 +67,7 @@ import Testing
         }) { k in
             let cut = try #require(gate.get())
             try await using(try await Self.referenceKakin(trusting: k), stop: { await $0.shutdown() }) { reference in
-                cut.copy { payload in _ = try? await reference.app.ingestNotification(payload, source: "push") }
+                cut.copy { payload in _ = try? await reference.app.services.notifications.receive(payload, source: "push") }
                 let customers = (0..<6).map { "c\($0)" }
                 for c in customers {
                     _ = try await k.token(c)
@@ -83,7 +84,7 @@ import Testing
                 try await k.action(originals["c2"]!, "refund")
                 try await k.advance(days: 5)
                 cut.set(reachable: true)
-                await reference.app.drainNotifications()
+                await reference.app.services.notifications.drain()
                 func compare() async {
                     for c in customers {
                         let healed = await k.kakin("GET", "/v1/customers/\(c)").json
@@ -92,13 +93,13 @@ import Testing
                     }
                 }
                 #expect(await k.kakin("GET", "/v1/customers/c4").json["wallet"]?["total"] == 0)
-                let (_, new) = try await k.app.recoverMissedNotifications()
+                let (_, new) = try await k.app.services.appStoreSync.recoverMissedNotifications()
                 #expect(new >= 6)
-                await k.app.drainNotifications()
+                await k.app.services.notifications.drain()
                 await compare()
                 // The simulator's remaining retries (+24 h, +48 h, …) deliver duplicates: nothing changes.
                 try await k.advance(days: 10)
-                await reference.app.drainNotifications()
+                await reference.app.services.notifications.drain()
                 await compare()
             }
         }

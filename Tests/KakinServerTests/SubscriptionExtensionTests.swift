@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 
@@ -30,7 +31,7 @@ import Testing
             #expect(extended.json["effectiveDate"] == .string(Timestamp.rfc3339(expected)))
             #expect(extended.json["customerId"] == "u1")
             #expect(extended.json["customer"]?["subscriptions"]?.arrayValue?.first?["expiresAt"] == .string(Timestamp.rfc3339(expected)))
-            await k.app.drainNotifications()
+            await k.app.services.notifications.drain()
             #expect(try await k.sim("GET", "/simulator/v1/subscriptions/\(ot)")["expiresDate"] == .string(Timestamp.rfc3339(expected)))
             let recorded = try await k.app.store.timeline(customerId: "u1", limit: 100, after: nil).items.filter { $0.kind == "subscription.extended" }
             #expect(recorded.map { $0.detail["by"] } == ["local"])
@@ -92,7 +93,7 @@ import Testing
                                          "storefrontCountryCodes": ["USA"], "requestIdentifier": "outage-all"])
             #expect(started.status == 202)
             #expect(started.json["requestIdentifier"] == "outage-all")
-            await k.app.drainNotifications()
+            await k.app.services.notifications.drain()
             let status = await k.kakin("GET", "/v1/admin/apps/\(Catalog.demoBundleId)/extend-all/premium.monthly/outage-all")
             #expect(status.status == 200)
             #expect(status.json["complete"] == true)

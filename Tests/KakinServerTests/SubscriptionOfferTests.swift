@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinService
 import Testing
 
 /// Seed 003 (subscription offers observed in production), end to end: the simulator applies the offers

@@ -2,6 +2,8 @@ import AppStoreSecurity
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
+import KakinSQLite
 import KakinStorage
 @testable import KakinServer
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinService
 import KakinServer
 import Testing
 

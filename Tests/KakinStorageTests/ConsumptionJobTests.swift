@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinTestPostgres
 import Testing
 @testable import KakinStorage
 
@@ -13,8 +14,8 @@ import Testing
 
     @Test(arguments: Backend.available) func aRequestIsScheduledOnceAndClaimedByOneWorkerAtATime(_ backend: Backend) async throws {
         try await withStore(backend) { store in
-            #expect(try await store.scheduleConsumptionAnswer(Self.job(), nowMs: 100))
-            #expect(try await !store.scheduleConsumptionAnswer(Self.job(), nowMs: 100), "a duplicate notification schedules nothing")
+            #expect(try await store.transaction { try $0.scheduleConsumptionAnswer(Self.job(), nextAttemptMs: 100) })
+            #expect(try await !store.transaction { try $0.scheduleConsumptionAnswer(Self.job(), nextAttemptMs: 100) }, "a duplicate notification schedules nothing")
             #expect(try await store.claimDueConsumptionAnswers(nowMs: 99, owner: "a", leaseMs: 1000, limit: 10).isEmpty, "not due yet")
 
             let a = try await store.claimDueConsumptionAnswers(nowMs: 100, owner: "a", leaseMs: 1000, limit: 10)
@@ -47,33 +48,9 @@ import Testing
         try await withStore(backend) { store in
             var job = Self.job()
             job.state = .notConsented
-            try await store.scheduleConsumptionAnswer(job, nowMs: 0)
+            try await store.transaction { [job] r in try r.scheduleConsumptionAnswer(job, nextAttemptMs: 0) }
             #expect(try await store.claimDueConsumptionAnswers(nowMs: 1_000_000, owner: "a", leaseMs: 1000, limit: 10).isEmpty)
             #expect(try await store.consumptionAnswers(transactionId: "t-1").map(\.state) == [.notConsented])
-        }
-    }
-
-    @Test(arguments: Backend.available) func theLedgerTellsDeliveryPaidCoinMovementsAndLifetimePrices(_ backend: Backend) async throws {
-        try await withStore(backend) { store in
-            let first = transaction("t-1")
-            let second = transaction("t-2")
-            _ = try await store.applyPurchase(purchase("c1", first))
-            _ = try await store.applyPurchase(purchase("c1", second))
-            _ = try await store.applyPurchase(purchase("c1", transaction("t-1", signedDate: 1_790_000_000_001, revokedAt: 1_790_000_000_001)))
-            let facts = try await store.consumptionLedgerFacts(transactionId: "t-2", customerId: nil)
-            #expect(facts.customerId == "c1")
-            #expect(facts.delivered)
-            #expect(facts.movements.map(\.paid) == [100, 100, -100])
-            #expect(facts.movements.map(\.kind) == [.purchase, .purchase, .refund])
-            #expect(facts.lifetimePurchasedMilli == ["JPY": 240_000])
-            #expect(facts.lifetimeRefundedMilli == ["JPY": 120_000])
-            #expect(facts.customerCreatedAtMs == 1_790_000_000_000)
-            #expect(facts.appAccountToken != nil)
-            #expect(PaidCoinLots.lot(of: "t-2", in: facts.movements)?.spent == 0)
-
-            let unknown = try await store.consumptionLedgerFacts(transactionId: "t-9", customerId: nil)
-            #expect(!unknown.delivered)
-            #expect(unknown.movements.isEmpty)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KakinCore
 import KakinPostgreSQL
+import KakinSQLite
 import KakinTestPostgres
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import KakinSQLite
 import KakinStorage
 import Testing
 

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// A failed cryptographic operation (key parsing, signing, certificate building). The detail names the
 /// operation and OpenSSL's reason, never key material or the data being signed.

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// HMAC-SHA256 (customer tokens signed HS256 by the app's auth server) and constant-time comparison.
 public enum HMACSHA256 {

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import Synchronization
 
 /// Length of an ES256 signature in JWS form: r and s, 32 big-endian bytes each (RFC 7518 §3.4).

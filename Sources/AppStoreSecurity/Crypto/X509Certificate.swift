@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// A parsed X.509 certificate. Owns its `X509` and frees it in deinit; never mutated after init.
 public final class X509Certificate: @unchecked Sendable {

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// One DER element: its tag and where its content lies in the reader's bytes.
 struct ASN1Element {

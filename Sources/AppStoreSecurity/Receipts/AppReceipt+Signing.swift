@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import KakinCore
 
 /// Writing receipts, for Kakin's App Store simulator (which hands apps a receipt for their simulated

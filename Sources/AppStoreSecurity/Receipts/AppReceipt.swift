@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import KakinCore
 
 /// Why an app receipt was refused. `malformed`: not a readable receipt (bad base64, not PKCS#7 signed

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// A certificate's validity window, in ms since the epoch (certificates keep whole seconds).
 public struct CertificateValidity: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import KakinCore
 
 /// Extension Apple puts on every App Store signing leaf ("Mac App Store Receipt Signing").

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinSystem
 import Synchronization
 
 /// `kakin simulator serve`: the App Store simulator on its own HTTP port, its notifications POSTed to
@@ -188,7 +189,7 @@ public enum SimulatorCommand {
             if let path = o.statePath, let data = FileManager.default.contents(atPath: path) {
                 simulator = try AppStoreSimulator(stateFile: Array(data), sink: sink, timeRate: o.timeRate)
             } else {
-                let clock = SimulatedClock(startMs: o.startMs ?? WallClock().nowMs(), timeRate: o.timeRate)
+                let clock = SimulatedClock(startMs: o.startMs ?? SystemClock().nowMs(), timeRate: o.timeRate)
                 simulator = try AppStoreSimulator(configuration: try configuration(o), clock: clock, sink: sink)
             }
         } catch let error as StartError {

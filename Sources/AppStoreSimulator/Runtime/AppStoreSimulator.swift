@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinSystem
 import Synchronization
 
 /// The App Store Server API key a client uses against the simulator (the `.p8` key, its id and issuer).
@@ -48,7 +49,7 @@ public final class AppStoreSimulator: Sendable {
     ///   - sink: where notifications go; nil keeps them only in Notification History.
     ///   - wall: the real clock (API tokens made by outside clients are checked against it as well).
     public init(configuration: SimulatorConfiguration, clock: SimulatedClock? = nil, sink: (any NotificationSink)?,
-                wall: any Clock = WallClock()) throws(KakinError) {
+                wall: any Clock = SystemClock()) throws(KakinError) {
         do {
             try configuration.validate()
         } catch {
@@ -69,7 +70,7 @@ public final class AppStoreSimulator: Sendable {
     /// Starts from a saved state file (`GET /simulator/v1/state`): same CA, keys, clock time and history.
     /// - Parameter timeRate: replaces the saved time rate when given.
     public convenience init(stateFile bytes: [UInt8], sink: (any NotificationSink)?, timeRate: Double? = nil,
-                            wall: any Clock = WallClock()) throws(KakinError) {
+                            wall: any Clock = SystemClock()) throws(KakinError) {
         let file = try SimulatorStateFile.decode(bytes)
         let loaded = try Self.core(from: file)
         let clock = SimulatedClock(startMs: file.clockMs, timeRate: timeRate ?? file.timeRate, wall: wall)

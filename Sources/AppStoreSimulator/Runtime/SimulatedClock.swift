@@ -1,13 +1,6 @@
-import Foundation
 import KakinCore
+import KakinSystem
 import Synchronization
-
-/// The real time of day, for what must follow the wall clock (the simulator's default start, checking
-/// API tokens made by clients that never heard of simulated time).
-public struct WallClock: Clock {
-    public init() {}
-    public func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-}
 
 /// The simulated App Store's time: it stands still and moves only when told (`advance`), or, with a time
 /// rate, runs at that many simulated seconds per real second, like StoreKit Testing's `timeRate`. In
@@ -29,7 +22,7 @@ public final class SimulatedClock: Clock, Sendable {
     ///   - startMs: the simulated time to start at.
     ///   - timeRate: simulated seconds per real second; 0 (the default) stops time between advances.
     ///   - wall: the real clock the rate is measured against.
-    public init(startMs: Int64, timeRate: Double = 0, wall: any Clock = WallClock()) {
+    public init(startMs: Int64, timeRate: Double = 0, wall: any Clock = SystemClock()) {
         self.wall = wall
         anchor = Mutex(Anchor(simulatedMs: startMs, realMs: wall.nowMs(), rate: max(0, min(timeRate, Self.timeRateMax))))
     }

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinService
 import KakinStorage
 
 /// The JSON behind every page (`/v1/admin/…`), for support tools and scripts. The caller checks `admin` scope.
@@ -22,7 +23,7 @@ extension SupportDesk {
     /// and the customer they belong to.
     public func orderJSON(orderId: String) async throws(KakinError) -> JSONValue {
         guard !orderId.isEmpty, orderId.utf8.count <= 64 else { throw KakinError(.invalidField, "The order ID must be 1 to 64 characters.") }
-        let transactions = try await services.lookUpOrder(orderId)
+        let transactions = try await services.appStoreSync.lookUpOrder(orderId)
         guard !transactions.isEmpty else { throw KakinError(.orderNotFound) }
         var items: [JSONValue] = []
         var customers: [String] = []
@@ -73,7 +74,7 @@ extension SupportDesk {
     public func replay(notificationUUID uuid: String, actor: String) async throws(KakinError) -> StoredNotification {
         guard !uuid.isEmpty, uuid.utf8.count <= 64 else { throw KakinError(.notificationNotFound) }
         guard try await store.replayNotification(uuid, actor: actor) else { throw KakinError(.notificationNotFound) }
-        await services.processNotifications()
+        await services.notifications.processDue()
         guard let n = try await store.notification(uuid) else { throw KakinError(.notificationNotFound) }
         return n
     }

@@ -54,7 +54,7 @@ extension SupportDesk {
             guard let c = TimelineCursor(token: timelineCursor) else { throw KakinError(.invalidCursor) }
             timelineAfter = c
         }
-        let status = try await services.customerStatus(customerId)
+        let status = try await services.statusReads.status(customerId).json
         let transactions = try await store.transactions(customerId: customerId, limit: Limits.customerTransactionsMax)
         var subscriptions: [SubscriptionView] = []
         var purchases: [HistoryEntry] = []

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinService
 import KakinStorage
 
 /// One labelled value shown with a hit or a timeline entry.
@@ -129,7 +130,7 @@ extension SupportDesk {
             hits += try await store.recentErrors(where: .transactionId, equals: id, limit: limit).map(Self.hit)
             if hits.isEmpty {
                 do {
-                    let tx = try await services.fetchTransaction(id)
+                    let tx = try await services.appStoreSync.fetchTransaction(id)
                     hits.append(try await appStoreHit(tx, title: "Known to the App Store, not to Kakin"))
                 } catch where error.kind == .transactionNotFound {
                     notes.append("The App Store does not know transaction \(id) either.")
@@ -139,7 +140,7 @@ extension SupportDesk {
             }
             return hits
         case .orderId(let order):
-            let transactions = try await services.lookUpOrder(order)
+            let transactions = try await services.appStoreSync.lookUpOrder(order)
             if transactions.isEmpty { notes.append("The App Store knows no purchase with order ID \(order).") }
             var hits: [SearchHit] = []
             for tx in transactions {

@@ -3,7 +3,7 @@ import KakinCore
 
 /// "As of" a calendar day in an app's reporting time zone: the instant that day ends there.
 public enum ReportingDay {
-    public static let defaultTimeZone = "Asia/Tokyo"
+    public static let defaultTimeZone = "Asia/Tokyo"  // = AppSettings.defaultReportingTimeZone (KakinService)
 
     /// Whether Foundation knows the IANA zone name (config validation).
     public static func isKnownTimeZone(_ identifier: String) -> Bool { TimeZone(identifier: identifier) != nil }

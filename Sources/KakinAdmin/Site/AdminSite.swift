@@ -1,5 +1,6 @@
 import HTTPServer
 import KakinCore
+import KakinService
 import KakinStorage
 
 /// `/admin/…`: the pages and forms. Every page needs a session (or local mode); every form POST needs the
@@ -12,7 +13,7 @@ extension SupportDesk {
         do throws(KakinError) {
             return try await body(session)
         } catch {
-            services.logError(error, request)
+            logError(error, request)
             return Layout.errorPage(error, requestId: request.requestId, session: session)
         }
     }
@@ -24,7 +25,7 @@ extension SupportDesk {
             guard let token = form["csrf"], Tokens.equal(token, session.csrfToken) else { throw KakinError(.formTokenInvalid) }
             return try await body(session, form)
         } catch {
-            services.logError(error, request)
+            logError(error, request)
             return Layout.errorPage(error, requestId: request.requestId, session: session)
         }
     }
@@ -81,7 +82,7 @@ extension SupportDesk {
             return Layout.redirect("/admin/", cookies: [cookie(Self.sessionCookie, sessionToken, maxAgeSeconds: lifetime, request: request),
                                                         cookie(Self.signInCookie, "", maxAgeSeconds: 0, request: request)])
         } catch {
-            services.logError(error, request)
+            logError(error, request)
             return signInForm(request, problem: "\(error.message) (\(error.kind.id))", status: error.httpStatus)
         }
     }
@@ -176,7 +177,8 @@ extension SupportDesk {
             let reason = (form["reason"] ?? "").trimmingSpaces()
             guard !reason.isEmpty, reason.utf8.count <= 255 else { throw KakinError(.invalidField, "The reason must be 1 to 255 characters.") }
             guard let key = form["key"], !key.isEmpty, key.utf8.count <= 255 else { throw KakinError(.idempotencyKeyRequired) }
-            _ = try await store.supportGrant(customerId: customerId, idempotencyKey: key, amount: amount, reason: reason, actor: session.actor)
+            _ = try await services.wallets.grant(GrantRequest(customerId: customerId, idempotencyKey: key, amount: amount, reason: reason,
+                                                              deskActor: session.actor))
             return Layout.redirect(Self.with(Link.customer(customerId), done: "granted"))
         }
     }
@@ -184,7 +186,7 @@ extension SupportDesk {
     public func restore(_ request: HTTPRequest, customerId: String) async -> HTTPResponse {
         await action(request) { session, _ throws(KakinError) in
             guard CustomerID.isValid(customerId), try await store.customer(customerId) != nil else { throw KakinError(.customerNotFound) }
-            try await services.restore(customerId)
+            try await services.appStoreSync.restore(customerId: customerId, transactionId: nil)
             try await store.recordSupportAction(customerId: customerId, kind: "admin.restore", reference: nil, detail: ["by": .string(session.actor)])
             return Layout.redirect(Self.with(Link.customer(customerId), done: "restored"))
         }
@@ -199,7 +201,8 @@ extension SupportDesk {
                 throw KakinError(.subscriptionNotFound)
             }
             guard let key = form["key"], !key.isEmpty, key.utf8.count <= 128 else { throw KakinError(.idempotencyKeyRequired) }
-            try await services.extendSubscription(otid, form["days"].flatMap { Int64($0) }, form["reason"] ?? "", key, session.actor)
+            _ = try await services.extensions.extend(otid, days: form["days"].flatMap { Int64($0) }.map(JSONValue.int),
+                                                     reason: .string(form["reason"] ?? ""), requestIdentifier: key, actor: session.actor)
             return Layout.redirect(Self.with(Link.customer(customerId, anchor: "sub-\(otid)"), done: "extended"))
         }
     }
@@ -215,7 +218,7 @@ extension SupportDesk {
     public func replayDead(_ request: HTTPRequest) async -> HTTPResponse {
         await action(request) { session, _ throws(KakinError) in
             let count = try await store.replayDeadNotifications(actor: session.actor, limit: Limits.replayAllMax)
-            await services.processNotifications()
+            await services.notifications.processDue()
             return Layout.redirect(Self.with(Link.notifications(.dead), done: "replayedAll", count: count))
         }
     }

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import KakinCore
+import KakinService
 
 /// A tiny flag parser: `--name value` pairs, repeatable flags, positionals. Unknown flags and bad values
 /// are a one-line error and exit status 2 (the contract).
@@ -116,8 +117,6 @@ public enum KakinCommand {
             return 0
         case "serve":
             return await ServeCommand.run(arguments: rest)
-        case "verify":
-            return VerifyCommand.run(arguments: rest)
         case "ledger":
             return await LedgerCommand.run(arguments: rest)
         case "migrate-db":

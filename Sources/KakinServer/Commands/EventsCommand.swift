@@ -4,6 +4,7 @@ import KakinCore
 import KakinEvents
 import KakinEventsListener
 import KakinStorage
+import KakinSystem
 
 /// `kakin events listen …` (a receiver that checks signatures and prints events) and `kakin events replay …`
 /// (deliveries back to pending, against the database).

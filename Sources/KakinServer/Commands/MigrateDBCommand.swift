@@ -1,5 +1,7 @@
 import KakinCore
+import KakinService
 import KakinStorage
+import KakinSystem
 
 /// `kakin migrate-db --from sqlite:PATH --to postgresql://…`: moves a SQLite deployment to PostgreSQL.
 enum MigrateDBCommand {

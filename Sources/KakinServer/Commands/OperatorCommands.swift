@@ -1,6 +1,8 @@
 import Foundation
 import KakinAdmin
 import KakinCore
+import KakinService
+import KakinSQLite
 import KakinStorage
 
 /// `kakin report unused-balance --as-of YYYY-MM-DD [--format json|csv] [--config F] [--database URL]`: the
@@ -21,7 +23,7 @@ enum ReportCommand {
 
     static func run(arguments: [String], output: Int32, errorOutput: Int32) async -> Int32 {
         func fail(_ message: String, _ status: Int32) -> Int32 {
-            VerifyCommand.writeAll(errorOutput, Array("kakin report: \(message)\n".utf8))
+            FileDescriptorOutput.writeAll(errorOutput, Array("kakin report: \(message)\n".utf8))
             return status
         }
         let args: ParsedArguments
@@ -31,7 +33,7 @@ enum ReportCommand {
             return fail("\(error)", 2)
         }
         if args.wantsHelp {
-            VerifyCommand.writeAll(output, Array((usage + "\n").utf8))
+            FileDescriptorOutput.writeAll(output, Array((usage + "\n").utf8))
             return 0
         }
         guard args.positionals == ["unused-balance"], let asOf = args.last("as-of") else { return fail("\n" + usage, 2) }
@@ -49,11 +51,11 @@ enum ReportCommand {
             var failure: (any Error)?
             do {
                 if format == "csv" {
-                    VerifyCommand.writeAll(output, Array((UnusedBalanceLine.csvHeader + "\n").utf8))
-                    _ = try await app.desk.unusedBalance(asOf: asOf) { line in VerifyCommand.writeAll(output, Array((line.csv + "\n").utf8)) }
+                    FileDescriptorOutput.writeAll(output, Array((UnusedBalanceLine.csvHeader + "\n").utf8))
+                    _ = try await app.desk.unusedBalance(asOf: asOf) { line in FileDescriptorOutput.writeAll(output, Array((line.csv + "\n").utf8)) }
                 } else {
                     let report = try await app.desk.unusedBalance(asOf: asOf)
-                    VerifyCommand.writeAll(output, Array((report.json.prettyString() + "\n").utf8))
+                    FileDescriptorOutput.writeAll(output, Array((report.json.prettyString() + "\n").utf8))
                 }
             } catch {
                 failure = error
@@ -123,5 +125,25 @@ enum OperatorDatabase {
         var config = try args.last("config").map { try Configuration.load(path: $0) } ?? LocalMode.configuration()
         if let db = args.last("database") { config.database = try Configuration.Database.parse(db, relativeTo: nil) }
         return config
+    }
+}
+
+/// Writes to a file descriptor (a command's output, or a test's file standing in for it).
+enum FileDescriptorOutput {
+    /// Writes every byte, retrying short writes and EINTR. False on any other error.
+    @discardableResult
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
     }
 }

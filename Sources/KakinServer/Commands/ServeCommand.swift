@@ -4,8 +4,11 @@ import Dispatch
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 import KakinPostgreSQL
+import KakinSQLite
 import KakinStorage
+import KakinSystem
 
 /// A running Kakin: the database, the app, the HTTP server and its background workers, stopped together.
 public final class KakinRuntime: Sendable {
@@ -72,12 +75,12 @@ public final class KakinRuntime: Sendable {
             await database.close()
             throw error
         }
-        app.notificationWorker.start { [app] in await app.processDueNotifications() }
-        app.appStoreJobsWorker.start { [app] in await app.processDueAppStoreJobs() }
-        app.recentErrorFlusher.start { [app] in await app.flushRecentErrors() }
+        app.startWorkers()
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
         if config.appStoreServerAPI != nil {
-            recovery.start { [app, intervalMs = options.recoveryIntervalMs] in await app.recoverMissedNotificationsInTurn(everyMs: intervalMs) }
+            recovery.start { [sync = app.services.appStoreSync, intervalMs = options.recoveryIntervalMs] in
+                await sync.recoverMissedNotificationsInTurn(everyMs: intervalMs)
+            }
         }
         return KakinRuntime(app: app, server: server, database: database, recovery: recovery)
     }
@@ -101,8 +104,10 @@ public final class KakinRuntime: Sendable {
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
                                extraRoutes: options.extraRoutes)
-            if let signing = config.offerSigning { try app.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId) }
-            if let api = config.appStoreServerAPI { try app.connectAppStoreServerAPI(api) }
+            if let signing = config.offerSigning {
+                try app.services.appStore.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId)
+            }
+            if let api = config.appStoreServerAPI { try app.services.connectAppStoreServerAPI(api) }
             return (app, database)
         } catch {
             await database.close()
@@ -124,10 +129,7 @@ public final class KakinRuntime: Sendable {
     public func shutdown(gracePeriodSeconds: Double = 10) async {
         await server.shutdown(gracePeriodSeconds: gracePeriodSeconds)
         await recovery.stop()
-        await app.notificationWorker.stop()
-        await app.appStoreJobsWorker.stop()
-        await app.recentErrorFlusher.stop()
-        await app.flushRecentErrors()
+        await app.stopWorkers()
         await database.close()
     }
 }
@@ -315,8 +317,8 @@ enum NotificationsCommand {
             let (app, database) = try await KakinRuntime.makeApp(KakinRuntime.Options(configuration: config))
             let read: Int, new: Int
             do {
-                (read, new) = try await app.recoverMissedNotifications()
-                await app.drainNotifications()
+                (read, new) = try await app.services.appStoreSync.recoverMissedNotifications()
+                await app.services.notifications.drain()
             } catch {
                 await database.close()
                 throw error

@@ -1,24 +1,6 @@
 import AppStoreSecurity
 import KakinCore
-
-/// How Kakin answers an app's CONSUMPTION_REQUESTs (per app, `consumptionInformation`). Apple accepts the
-/// information only with the customer's consent; an app sets `customerConsented` when its terms obtain that
-/// consent from every customer (the ATT prompt is not consent).
-public struct ConsumptionInformationPolicy: Sendable, Hashable {
-    /// Answer at all (false: requests are recorded, nothing is sent).
-    public var customerConsented: Bool
-    /// The app gives a free sample, trial or description of the content before purchase.
-    public var sampleContentProvided: Bool
-    /// 2: Apple's current endpoint (delivery, consumption share). 1: the deprecated V1 endpoint, whose body also
-    /// carries lifetime spend and refunds, account age and play time (consumables only).
-    public var version: Int
-
-    public init(customerConsented: Bool, sampleContentProvided: Bool = false, version: Int = 2) {
-        self.customerConsented = customerConsented
-        self.sampleContentProvided = sampleContentProvided
-        self.version = version
-    }
-}
+import KakinService
 
 extension Configuration {
     /// `apps[].consumptionInformation`: `{"customerConsented": bool, "sampleContentProvided"?: bool (false), "version"?: 1|2 (2)}`.

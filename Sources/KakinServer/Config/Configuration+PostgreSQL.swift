@@ -1,4 +1,5 @@
 import KakinCore
+import KakinService
 import KakinPostgreSQL
 
 /// The config keys for PostgreSQL (additions to the contract's keys):

@@ -2,6 +2,7 @@ import Foundation
 import KakinAdmin
 import KakinCore
 import KakinEvents
+import KakinService
 import KakinPostgreSQL
 import KakinStorage
 
@@ -23,51 +24,11 @@ public struct Configuration: Sendable {
         }
     }
 
-    public struct App: Sendable {
-        public var bundleId: String
-        public var appAppleId: Int64?
-        public var environments: Set<AppStoreEnvironment>
-        public var catalog: Catalog
-        /// Who may get each promotional offer, by offer ID; an offer without a rule is `currentOrLapsed`.
-        public var offerRules: [String: OfferRule]
-        /// Whether and how Kakin answers this app's CONSUMPTION_REQUESTs (nil: it does not).
-        public var consumptionInformation: ConsumptionInformationPolicy? = nil
-        /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
-        public var reportingTimeZone: String
+    /// One app's settings (`apps[]`): what the use cases run on (`KakinService.AppSettings`).
+    public typealias App = AppSettings
 
-        public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
-                    offerRules: [String: OfferRule] = [:], reportingTimeZone: String = ReportingDay.defaultTimeZone) {
-            self.bundleId = bundleId
-            self.appAppleId = appAppleId
-            self.environments = environments
-            self.catalog = catalog
-            self.offerRules = offerRules
-            self.reportingTimeZone = reportingTimeZone
-        }
-    }
-
-    public struct AppStoreServerAPI: Sendable {
-        public var issuerId: String
-        public var keyId: String
-        public var privateKeyPEM: String
-        /// nil = Apple's hosts (production first, then sandbox); a URL = that server (e.g. the simulator).
-        public var baseURL: String?
-    }
-
-    /// The In-App Purchase key that signs offers (`offerSigning`, or the contract's older `offers` spelling
-    /// without an issuer); absent = `appStoreServerAPI`'s key.
-    public struct OfferSigning: Sendable {
-        /// Needed for JWS signatures; nil takes `appStoreServerAPI.issuerId`.
-        public var issuerId: String?
-        public var keyId: String
-        public var privateKeyPEM: String
-
-        public init(issuerId: String?, keyId: String, privateKeyPEM: String) {
-            self.issuerId = issuerId
-            self.keyId = keyId
-            self.privateKeyPEM = privateKeyPEM
-        }
-    }
+    public typealias AppStoreServerAPI = AppStoreServerAPISettings
+    public typealias OfferSigning = OfferSigningSettings
 
     public struct APIKey: Sendable {
         public enum Scope: String, Sendable { case backend, admin }

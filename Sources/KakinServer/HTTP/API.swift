@@ -1,5 +1,6 @@
 import HTTPServer
 import KakinCore
+import KakinService
 
 /// Bounds on what a request may carry, beyond the HTTP server's own body and header limits.
 enum RequestLimits {

@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinService
 
 /// The contract's authentication: API keys (scope `backend` acts for any customer, `admin` also reaches
 /// `/v1/admin/*`) and customer JWTs (HS256, `sub` = customer ID, `exp` required) that reach only their own

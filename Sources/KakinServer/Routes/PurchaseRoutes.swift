@@ -1,114 +1,84 @@
-import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinService
 import KakinStorage
 
+/// Purchases and restores: parse the body, call the ingest (`KakinService`), render the contract's answer.
 extension KakinApp {
-    /// `POST /v1/customers/{customerId}/transactions`: verify, credit exactly once, answer 201 the first
-    /// time and 409 `already_processed` (same fields) every later time, so the app can finish the transaction.
-    func postTransaction(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
-        await run(request) { () throws(KakinError) -> HTTPResponse in
-            let customerId = try customerID(params)
-            try authenticator.authorize(request, customerId: customerId, needs: .customer)
-            let body = try request.jsonObject()
-            let processId = try request.header("X-Purchase-Process-Id", lengthMax: RequestLimits.purchaseProcessIdLengthMax)
-            try field { () throws(ConfigurationError) in try body.check(allowedKeys: ["signedTransaction", "transactionId", "appReceipt"]) }
-            let given = ["signedTransaction", "transactionId", "appReceipt"].filter { body.has($0) }
-            guard given.count == 1 else {
-                throw KakinError(.invalidField, "The body must hold exactly one of signedTransaction, transactionId or appReceipt.")
-            }
-            let jws: String
+    static let appReceiptLengthMax = 1_100_000
+
+    /// `POST /v1/customers/{customerId}/transactions`: 201 the first time this transaction is applied, 409
+    /// `already_processed` (same fields) every later time, so the app can finish the transaction.
+    func postTransaction(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {
+        let body = try c.request.jsonObject()
+        let processId = try c.request.header("X-Purchase-Process-Id", lengthMax: RequestLimits.purchaseProcessIdLengthMax)
+        let kinds = ["signedTransaction", "transactionId", "appReceipt"]
+        try field { () throws(ConfigurationError) in try body.check(allowedKeys: Set(kinds)) }
+        guard kinds.filter(body.has).count == 1 else {
+            throw KakinError(.invalidField, "The body must hold exactly one of signedTransaction, transactionId or appReceipt.")
+        }
+        let transaction: VerifiedTransaction
+        let outcome: IngestOutcome
+        if body.has("appReceipt") {
+            let receipt = try services.appStoreSync.readReceipt(base64: try appReceiptField(body))
+            (outcome, transaction) = try await services.appStoreSync.applyReceipt(receipt, customerId: c.customerId, purchaseProcessId: processId)
+        } else {
             if body.has("signedTransaction") {
-                jws = try field { () throws(ConfigurationError) in
-                    try body.boundedString("signedTransaction", lengthMax: RequestLimits.jwsBytesMax)!
-                }
-            } else if body.has("transactionId") {
-                let id = try field { () throws(ConfigurationError) in try body.boundedString("transactionId", lengthMax: 64)! }
-                jws = try await fetchSignedTransaction(id)
+                let jws = try field { () throws(ConfigurationError) in try body.boundedString("signedTransaction", lengthMax: RequestLimits.jwsBytesMax)! }
+                transaction = try services.ingest.verifyTransaction(jws)
             } else {
-                let receipt = try appReceipt(body)
-                return try await postReceiptTransactions(receipt, customerId: customerId, purchaseProcessId: processId,
-                                                         requestId: request.requestId)
+                let id = try field { () throws(ConfigurationError) in try body.boundedString("transactionId", lengthMax: 64)! }
+                transaction = try await services.appStoreSync.fetchTransaction(id)
             }
-            let transaction = try verifyTransaction(jws)
-            let outcome = try await apply(transaction, jws: jws, customerId: customerId, via: "client", purchaseProcessId: processId)
-            return try await purchaseResponse(outcome, transaction: transaction, customerId: customerId, requestId: request.requestId)
+            outcome = try await services.ingest.apply(transaction: transaction, path: .app, presenter: c.customerId,
+                                                      purchaseProcessId: processId).outcome!
         }
+        return try await purchaseResponse(outcome, transaction: transaction.payload, customerId: c.customerId, requestId: c.request.requestId)
     }
 
-    func verifyTransaction(_ jws: String) throws(KakinError) -> TransactionPayload {
-        do {
-            return try verifier.verifyTransaction(jws)
-        } catch {
-            metrics.countVerificationFailure(error.code)
-            throw error.kakinError
-        }
-    }
-
-    /// Applies a verified transaction to a customer (shared by the client, notification and restore paths).
-    func apply(_ transaction: TransactionPayload, jws: String, customerId: String, via: String,
-               purchaseProcessId: String?) async throws(KakinError) -> PurchaseOutcome {
-        guard let product = appsByBundle[transaction.bundleId]?.catalog[transaction.productId] else {
-            throw KakinError(.unknownProduct, "Product \(transaction.productId) is not in this server's catalog.")
-        }
-        let setsToken = (transaction.appAccountToken ?? "").isEmpty && setsAppAccountTokens(bundleId: transaction.bundleId)
-        let outcome = try await store.applyPurchase(PurchaseApplication(
-            customerId: customerId, transaction: transaction, jws: jws, product: product, via: via,
-            purchaseProcessId: purchaseProcessId, transferPolicy: settings.transferPolicy, walletPolicy: settings.wallet,
-            setsAppAccountToken: setsToken))
-        if setsToken { appStoreJobsWorker.wake() }
-        switch outcome {
-        case .applied: metrics.increment(.purchasesApplied)
-        case .alreadyProcessed: metrics.increment(.purchasesDuplicate)
-        case .revoked: break
-        }
-        return outcome
-    }
-
-    func purchaseResponse(_ outcome: PurchaseOutcome, transaction: TransactionPayload, customerId: String,
+    func purchaseResponse(_ outcome: IngestOutcome, transaction: TransactionPayload, customerId: String,
                           requestId: String) async throws(KakinError) -> HTTPResponse {
-        let status = try await customerStatusJSON(customerId)
         switch outcome {
         case .applied(let applied):
+            let status = try await services.statusReads.status(customerId).json
             return .json(["transaction": transaction.raw, "grant": applied.grant, "customer": status], status: 201)
         case .alreadyProcessed(let applied):
+            let status = try await services.statusReads.status(customerId).json
             return .error(KakinError(.alreadyProcessed), requestId: requestId,
                           extra: ["transaction": transaction.raw, "grant": applied.grant, "customer": status])
         case .revoked(let at):
             throw KakinError(.transactionRevoked, detail: "transaction \(transaction.transactionId) revoked at \(at)")
+        case .notApplied(let reason):
+            // The presenting paths refuse these before anything is stored (`IngestPath.app`, `.receipt`).
+            throw KakinError(.internalError, detail: "transaction \(transaction.transactionId) not applied: \(reason)")
         }
     }
 
-    /// `GET /v1/customers/{customerId}`: the proactive-restore answer.
-    func getCustomer(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
-        await run(request) { () throws(KakinError) -> HTTPResponse in
-            let customerId = try customerID(params)
-            try authenticator.authorize(request, customerId: customerId, needs: .customer)
-            return .json(try await customerStatusJSON(customerId), status: 200)
+    /// `POST /v1/customers/{customerId}/restore` (optional body `{"transactionId"}` or `{"appReceipt"}`): pulls the
+    /// history from the App Store Server API, ingests it idempotently, and answers the customer's status.
+    func postRestore(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {
+        var transactionId: String?
+        var receiptBase64: String?
+        if !c.request.body.isEmpty {
+            let body = try c.request.jsonObject()
+            transactionId = try field { () throws(ConfigurationError) in
+                try body.check(allowedKeys: ["transactionId", "appReceipt"])
+                return try body.boundedString("transactionId", lengthMax: 64, required: false)
+            }
+            if body.has("appReceipt") {
+                guard transactionId == nil else { throw KakinError(.invalidField, "Give transactionId or appReceipt, not both.") }
+                receiptBase64 = try appReceiptField(body)
+            }
         }
-    }
-
-    /// The status from the customer's status inputs (one read of a bounded handful of rows), or from the
-    /// whole history when they can't stand for it; a customer seen for the first time is created.
-    func customerStatusJSON(_ customerId: String) async throws(KakinError) -> JSONValue {
-        var snapshot: CustomerSnapshot
-        if let inputs = try await store.customerStatusInputs(customerId) {
-            snapshot = inputs
+        if let receiptBase64 {
+            try await services.appStoreSync.restore(customerId: c.customerId, receipt: try services.appStoreSync.readReceipt(base64: receiptBase64))
         } else {
-            snapshot = try await store.customerSnapshot(customerId)
+            try await services.appStoreSync.restore(customerId: c.customerId, transactionId: transactionId)
         }
-        var history = Self.history(snapshot)
-        if StatusInputs.needsWholeHistory(history.transactions) {
-            snapshot = try await store.customerSnapshot(customerId)
-            history = Self.history(snapshot)
-        }
-        let status = StatusEngine.evaluate(history, catalog: mergedCatalog, nowMs: clock.nowMs())
-        return status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
+        return .json(try await services.statusReads.status(c.customerId).json, status: 200)
     }
 
-    static func history(_ snapshot: CustomerSnapshot) -> CustomerHistory {
-        CustomerHistory(
-            transactions: snapshot.transactionJWS.compactMap { StoredJWS.payload($0).flatMap { try? TransactionPayload(json: $0) } },
-            renewalInfos: snapshot.renewalInfoJWS.compactMap { StoredJWS.payload($0).flatMap { try? RenewalInfoPayload(json: $0) } })
+    func appReceiptField(_ body: StrictObject) throws(KakinError) -> String {
+        try field { () throws(ConfigurationError) in try body.boundedString("appReceipt", lengthMax: Self.appReceiptLengthMax)! }
     }
 }

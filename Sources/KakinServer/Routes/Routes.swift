@@ -1,64 +1,96 @@
 import HTTPServer
 import KakinCore
+import KakinService
 
 extension KakinApp {
-    /// Every route of the contract's HTTP API v1 that this build serves.
+    /// Every route of the contract's HTTP API v1 that this build serves, with the access each one needs.
     func registerRoutes(_ r: inout RouteTable) {
-        r.add("GET", "/healthz") { [unowned self] req, p in await self.getHealth(req, p) }
-        r.add("GET", "/readyz") { [unowned self] req, p in await self.getReady(req, p) }
-        r.add("GET", "/metrics") { [unowned self] req, p in await self.getMetrics(req, p) }
-        r.add("GET", "/v1/customers/{customerId}") { [unowned self] req, p in await self.getCustomer(req, p) }
-        r.add("POST", "/v1/customers/{customerId}/transactions") { [unowned self] req, p in await self.postTransaction(req, p) }
-        r.add("POST", "/v1/customers/{customerId}/restore") { [unowned self] req, p in await self.postRestore(req, p) }
-        r.add("POST", "/v1/customers/{customerId}/offers/signatures") { [unowned self] req, p in await self.postOfferSignature(req, p) }
-        r.add("POST", "/v1/customers/{customerId}/offers/introductory-eligibility") { [unowned self] req, p in await self.postIntroductoryEligibility(req, p) }
-        r.add("GET", "/v1/customers/{customerId}/wallet") { [unowned self] req, p in await self.getWallet(req, p) }
-        r.add("POST", "/v1/customers/{customerId}/wallet/spend") { [unowned self] req, p in await self.postSpend(req, p) }
-        r.add("POST", "/v1/customers/{customerId}/wallet/grants") { [unowned self] req, p in await self.postGrant(req, p) }
-        r.add("GET", "/v1/customers/{customerId}/wallet/ledger") { [unowned self] req, p in await self.getLedger(req, p) }
-        r.add("GET", "/v1/recipients/{recipient}/support") { [unowned self] req, p in await self.getRecipientSupport(req, p) }
-        r.add("POST", "/v1/notifications/appstore") { [unowned self] req, p in await self.postNotification(req, p) }
-        r.add("POST", "/v1/admin/notifications/recover") { [unowned self] req, p in await self.postRecoverNotifications(req, p) }
-        r.add("GET", "/v1/admin/ledger/check") { [unowned self] req, p in await self.getLedgerCheck(req, p) }
-        r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend") { [unowned self] req, p in await self.postExtendSubscription(req, p) }
-        r.add("POST", "/v1/admin/apps/{bundleId}/extend-all") { [unowned self] req, p in await self.postExtendAll(req, p) }
-        r.add("GET", "/v1/admin/apps/{bundleId}/extend-all/{productId}/{requestIdentifier}") { [unowned self] req, p in await self.getExtendAllStatus(req, p) }
-        r.add("GET", "/v1/admin/customers/{customerId}/events") { [unowned self] req, p in await self.getAdminCustomerEvents(req, p) }
-        r.add("GET", "/v1/admin/orders/{orderId}") { [unowned self] req, p in await self.getAdminOrder(req, p) }
-        r.add("GET", "/v1/admin/notifications") { [unowned self] req, p in await self.getAdminNotifications(req, p) }
-        r.add("POST", "/v1/admin/notifications/{notificationUUID}/replay") { [unowned self] req, p in await self.postAdminReplay(req, p) }
-        r.add("GET", "/v1/admin/errors/{requestId}") { [unowned self] req, p in await self.getAdminError(req, p) }
-        r.add("GET", "/v1/admin/search") { [unowned self] req, p in await self.getAdminSearch(req, p) }
-        r.add("GET", "/v1/admin/reports/unused-balance") { [unowned self] req, p in await self.getUnusedBalance(req, p) }
-        r.add("GET", "/admin/") { [unowned self] req, p in await self.desk.homePage(req) }
-        r.add("GET", "/admin/assets/admin.css") { [unowned self] req, p in self.desk.stylesheet(req) }
-        r.add("GET", "/admin/sign-in") { [unowned self] req, p in await self.desk.signInPage(req) }
-        r.add("POST", "/admin/sign-in") { [unowned self] req, p in await self.desk.signIn(req) }
-        r.add("POST", "/admin/sign-out") { [unowned self] req, p in await self.desk.signOut(req) }
-        r.add("GET", "/admin/search") { [unowned self] req, p in await self.desk.searchPage(req) }
-        r.add("GET", "/admin/customers/{customerId}") { [unowned self] req, p in await self.desk.customerPage(req, customerId: p["customerId"] ?? "") }
-        r.add("POST", "/admin/customers/{customerId}/grant") { [unowned self] req, p in await self.desk.grant(req, customerId: p["customerId"] ?? "") }
-        r.add("POST", "/admin/customers/{customerId}/restore") { [unowned self] req, p in await self.desk.restore(req, customerId: p["customerId"] ?? "") }
-        r.add("POST", "/admin/customers/{customerId}/subscriptions/{originalTransactionId}/extend") { [unowned self] req, p in await self.desk.extend(req, customerId: p["customerId"] ?? "", originalTransactionId: p["originalTransactionId"] ?? "") }
-        r.add("GET", "/admin/notifications") { [unowned self] req, p in await self.desk.notificationsPage(req) }
-        r.add("POST", "/admin/notifications/replay-dead") { [unowned self] req, p in await self.desk.replayDead(req) }
-        r.add("POST", "/admin/notifications/{notificationUUID}/replay") { [unowned self] req, p in await self.desk.replay(req, notificationUUID: p["notificationUUID"] ?? "") }
-        r.add("GET", "/admin/reports/unused-balance") { [unowned self] req, p in await self.desk.reportPage(req) }
-        r.add("GET", "/admin/reports/unused-balance.csv") { [unowned self] req, p in await self.desk.reportCSV(req) }
-    }
-
-    func getHealth(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
-        .json(["status": "ok"], status: 200)
-    }
-
-    func getReady(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
-        await run(request) { () throws(KakinError) -> HTTPResponse in
+        r.add("GET", "/healthz", .open) { _ in .json(["status": "ok"], status: 200) }
+        r.add("GET", "/readyz", .open) { [unowned self] _ throws(KakinError) in
             try await store.ping()
             return .json(["status": "ready"], status: 200)
         }
+        r.add("GET", "/metrics", .open) { [unowned self] _ in await metricsResponse() }
+
+        // Customers, purchases, restore (PurchaseRoutes.swift)
+        r.add("GET", "/v1/customers/{customerId}", .customer) { [unowned self] c throws(KakinError) in
+            .json(try await services.statusReads.status(c.customerId).json, status: 200)
+        }
+        r.add("POST", "/v1/customers/{customerId}/transactions", .customer) { [unowned self] c throws(KakinError) in try await postTransaction(c) }
+        r.add("POST", "/v1/customers/{customerId}/restore", .customer) { [unowned self] c throws(KakinError) in try await postRestore(c) }
+
+        // Offers (OfferRoutes.swift)
+        r.add("POST", "/v1/customers/{customerId}/offers/signatures", .customer) { [unowned self] c throws(KakinError) in try await postOfferSignature(c) }
+        r.add("POST", "/v1/customers/{customerId}/offers/introductory-eligibility", .customer) { [unowned self] c throws(KakinError) in
+            try await postIntroductoryEligibility(c)
+        }
+
+        // Wallet (WalletRoutes.swift)
+        r.add("GET", "/v1/customers/{customerId}/wallet", .customer) { [unowned self] c throws(KakinError) in
+            .json(try await services.wallets.balance(c.customerId).json, status: 200)
+        }
+        r.add("POST", "/v1/customers/{customerId}/wallet/spend", .customer) { [unowned self] c throws(KakinError) in try await postSpend(c) }
+        r.add("POST", "/v1/customers/{customerId}/wallet/grants", .backend) { [unowned self] c throws(KakinError) in try await postGrant(c) }
+        r.add("GET", "/v1/customers/{customerId}/wallet/ledger", .customer) { [unowned self] c throws(KakinError) in try await getLedger(c) }
+        r.add("GET", "/v1/recipients/{recipient}/support", .backend) { [unowned self] c throws(KakinError) in try await getRecipientSupport(c) }
+        r.add("GET", "/v1/admin/ledger/check", .admin) { [unowned self] _ throws(KakinError) in
+            let report = try await services.wallets.checkLedger()
+            return .json(report.json, status: report.ok ? 200 : 500)
+        }
+
+        // Notifications (NotificationRoutes.swift)
+        r.add("POST", "/v1/notifications/appstore", .open) { [unowned self] c throws(KakinError) in try await postNotification(c) }
+        r.add("POST", "/v1/admin/notifications/recover", .admin) { [unowned self] _ throws(KakinError) in
+            let (read, new) = try await services.appStoreSync.recoverMissedNotifications()
+            await services.notifications.drain()
+            return .json(["read": .int(Int64(read)), "new": .int(Int64(new))], status: 200)
+        }
+
+        // Renewal-date extensions (ExtensionRoutes.swift)
+        r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend", .admin) { [unowned self] c throws(KakinError) in
+            try await postExtendSubscription(c)
+        }
+        r.add("POST", "/v1/admin/apps/{bundleId}/extend-all", .admin) { [unowned self] c throws(KakinError) in try await postExtendAll(c) }
+        r.add("GET", "/v1/admin/apps/{bundleId}/extend-all/{productId}/{requestIdentifier}", .admin) { [unowned self] c throws(KakinError) in
+            try await getExtendAllStatus(c)
+        }
+
+        // The support desk's JSON reads and actions (AdminRoutes.swift), and its pages (KakinAdmin).
+        r.add("GET", "/v1/admin/customers/{customerId}/events", .adminRead) { [unowned self] c throws(KakinError) in try await getAdminCustomerEvents(c) }
+        r.add("GET", "/v1/admin/orders/{orderId}", .adminRead) { [unowned self] c throws(KakinError) in
+            .json(try await desk.orderJSON(orderId: c["orderId"]), status: 200)
+        }
+        r.add("GET", "/v1/admin/notifications", .adminRead) { [unowned self] c throws(KakinError) in try await getAdminNotifications(c) }
+        r.add("POST", "/v1/admin/notifications/{notificationUUID}/replay", .admin) { [unowned self] c throws(KakinError) in
+            .json(try await desk.replayJSON(notificationUUID: c["notificationUUID"], actor: apiActor(c.request)), status: 200)
+        }
+        r.add("GET", "/v1/admin/errors/{requestId}", .adminRead) { [unowned self] c throws(KakinError) in
+            .json(try await desk.errorsJSON(requestId: c["requestId"]), status: 200)
+        }
+        r.add("GET", "/v1/admin/search", .adminRead) { [unowned self] c in .json(await desk.search(c.request.query["q"] ?? "").json, status: 200) }
+        r.add("GET", "/v1/admin/reports/unused-balance", .adminRead) { [unowned self] c throws(KakinError) in try await getUnusedBalance(c) }
+        r.add("GET", "/admin/", .desk) { [unowned self] c in await desk.homePage(c.request) }
+        r.add("GET", "/admin/assets/admin.css", .desk) { [unowned self] c in desk.stylesheet(c.request) }
+        r.add("GET", "/admin/sign-in", .desk) { [unowned self] c in await desk.signInPage(c.request) }
+        r.add("POST", "/admin/sign-in", .desk) { [unowned self] c in await desk.signIn(c.request) }
+        r.add("POST", "/admin/sign-out", .desk) { [unowned self] c in await desk.signOut(c.request) }
+        r.add("GET", "/admin/search", .desk) { [unowned self] c in await desk.searchPage(c.request) }
+        r.add("GET", "/admin/customers/{customerId}", .desk) { [unowned self] c in await desk.customerPage(c.request, customerId: c["customerId"]) }
+        r.add("POST", "/admin/customers/{customerId}/grant", .desk) { [unowned self] c in await desk.grant(c.request, customerId: c["customerId"]) }
+        r.add("POST", "/admin/customers/{customerId}/restore", .desk) { [unowned self] c in await desk.restore(c.request, customerId: c["customerId"]) }
+        r.add("POST", "/admin/customers/{customerId}/subscriptions/{originalTransactionId}/extend", .desk) { [unowned self] c in
+            await desk.extend(c.request, customerId: c["customerId"], originalTransactionId: c["originalTransactionId"])
+        }
+        r.add("GET", "/admin/notifications", .desk) { [unowned self] c in await desk.notificationsPage(c.request) }
+        r.add("POST", "/admin/notifications/replay-dead", .desk) { [unowned self] c in await desk.replayDead(c.request) }
+        r.add("POST", "/admin/notifications/{notificationUUID}/replay", .desk) { [unowned self] c in
+            await desk.replay(c.request, notificationUUID: c["notificationUUID"])
+        }
+        r.add("GET", "/admin/reports/unused-balance", .desk) { [unowned self] c in await desk.reportPage(c.request) }
+        r.add("GET", "/admin/reports/unused-balance.csv", .desk) { [unowned self] c in await desk.reportCSV(c.request) }
     }
 
-    func getMetrics(_ request: HTTPRequest, _ params: PathParameters) async -> HTTPResponse {
+    func metricsResponse() async -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         return HTTPResponse(status: 200, headers: headers, body: Array(await metricsText().utf8))

@@ -1,22 +1,23 @@
 import KakinPostgreSQL
+import KakinSQLite
+import KakinService
 import KakinStorage
 
 extension KakinApp {
-    /// PostgreSQL's group-commit figures in the shape `Metrics` renders for both engines
-    /// (`kakin_db_commit_batch_size`, `kakin_db_write_queue_depth`); nil on SQLite.
-    func postgresGroupCommitStatistics() -> SQLiteDatabase.Statistics? {
-        guard let postgres = store.database as? PostgresDatabase else { return nil }
-        let s = postgres.statistics
-        var shared = SQLiteDatabase.Statistics()
-        shared.commits = s.commits
-        shared.writesCommitted = s.writesCommitted
-        shared.writesFailed = s.writesFailed
-        shared.batchSizeLargest = s.batchSizeLargest
-        shared.reads = s.reads
-        shared.writeQueueDepth = s.writeQueueDepth
-        shared.bodiesInCommittedBatches = s.bodiesInCommittedBatches
-        shared.committedBatchSizeCounts = s.committedBatchSizeCounts
-        return shared
+    /// Either engine's group-commit figures in the shape `Metrics` renders for both
+    /// (`kakin_db_commit_batch_size`, `kakin_db_write_queue_depth`).
+    func databaseFigures() -> Metrics.DatabaseFigures? {
+        if let sqlite = store.database as? SQLiteDatabase {
+            let s = sqlite.statistics
+            return Metrics.DatabaseFigures(commits: s.commits, bodiesInCommittedBatches: s.bodiesInCommittedBatches,
+                                           committedBatchSizeCounts: s.committedBatchSizeCounts, writeQueueDepth: s.writeQueueDepth)
+        }
+        if let postgres = store.database as? PostgresDatabase {
+            let s = postgres.statistics
+            return Metrics.DatabaseFigures(commits: s.commits, bodiesInCommittedBatches: s.bodiesInCommittedBatches,
+                                           committedBatchSizeCounts: s.committedBatchSizeCounts, writeQueueDepth: s.writeQueueDepth)
+        }
+        return nil
     }
 
     /// What only PostgreSQL has, for `GET /metrics`: serialization re-runs, reconnects, and commits whose

@@ -2,6 +2,7 @@ import AppStoreSecurity
 import HTTPServer
 import KakinAdmin
 import KakinCore
+import KakinService
 import KakinStorage
 
 /// What the support desk needs from the rest of Kakin, and what Kakin feeds it: errors answered (for
@@ -15,39 +16,7 @@ extension KakinApp {
         let deskSettings = SupportDesk.Settings(
             adminKeyHashes: adminKeys, listensOnLoopback: settings.listensOnLoopback,
             apps: settings.apps.map { SupportDesk.App(bundleId: $0.bundleId, reportingTimeZone: $0.reportingTimeZone, catalog: $0.catalog) })
-        let services = SupportDesk.Services(
-            customerStatus: { [unowned self] id throws(KakinError) in try await customerStatusJSON(id) },
-            lookUpOrder: { [unowned self] order throws(KakinError) in try await lookUpOrder(order) },
-            fetchTransaction: { [unowned self] id throws(KakinError) in
-                let jws = try await fetchSignedTransaction(id)
-                return VerifiedTransaction(payload: try verifyTransaction(jws), jws: jws)
-            },
-            restore: { [unowned self] id throws(KakinError) in try await restore(customerId: id, transactionId: nil) },
-            extendSubscription: { [unowned self] otid, days, reason, key, actor throws(KakinError) in
-                _ = try await extendSubscription(otid, days: days.map(JSONValue.int), reason: .string(reason), requestIdentifier: key, actor: actor)
-            },
-            processNotifications: { [unowned self] in await processDueNotifications() },
-            logError: { [unowned self] error, request in log(error, request: request) })
-        return SupportDesk(store: store, clock: clock, settings: deskSettings, services: services)
-    }
-
-    /// Apple's Look Up Order ID, asked of every configured app until one knows the order; each transaction verified.
-    func lookUpOrder(_ orderId: String) async throws(KakinError) -> [VerifiedTransaction] {
-        let connection = try appStoreConnection()
-        for entry in connection.clients {
-            let answer: [String]
-            do {
-                answer = try await entry.client.lookUpOrderId(orderId).signedTransactions
-            } catch {
-                throw AppStoreConnection.kakinError(error)
-            }
-            if !answer.isEmpty {
-                var out: [VerifiedTransaction] = []
-                for jws in answer { out.append(VerifiedTransaction(payload: try verifyTransaction(jws), jws: jws)) }
-                return out
-            }
-        }
-        return []
+        return SupportDesk(services: services, settings: deskSettings, logError: { [unowned self] error, request in log(error, request: request) })
     }
 
     /// The row support finds by request ID, for the errors worth finding (not 404s of unknown paths).
@@ -83,7 +52,7 @@ extension KakinApp {
         var sampled = Metrics.Sampled()
         sampled.nowMs = clock.nowMs()
         sampled.inbox = try? await store.inboxDepth()
-        sampled.database = (store.database as? SQLiteDatabase)?.statistics ?? postgresGroupCommitStatistics()
+        sampled.database = databaseFigures()
         sampled.recentErrorsDropped = desk.errors.droppedCount
         return metrics.prometheusText(sampled) + postgresMetricsText()
     }

@@ -76,28 +76,6 @@ extension KakinStore {
         state, attempts, request_version, request_body, last_error
         """
 
-    /// Records a CONSUMPTION_REQUEST once (a duplicate notification changes nothing). Returns whether it is new.
-    @discardableResult
-    public func scheduleConsumptionAnswer(_ job: ConsumptionJob, nowMs: Int64) async throws(KakinError) -> Bool {
-        let created = clock.nowMs()
-        return try await write { db in
-            let inserted = try db.execute("""
-                INSERT INTO consumption_requests (notification_uuid, transaction_id, product_id, bundle_id, environment, customer_id,
-                    reason, requested_at_ms, deadline_ms, state, attempts, next_attempt_ms, finished_at_ms, created_at_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (notification_uuid) DO NOTHING
-                """, [.text(job.notificationUUID), .text(job.transactionId), .text(job.productId), .text(job.bundleId),
-                      .text(job.environment), SQLValue(job.customerId), SQLValue(job.reason), .integer(job.requestedAtMs),
-                      .integer(job.deadlineMs), .text(job.state.rawValue), .integer(nowMs),
-                      job.state == .pending ? .null : .integer(created), .integer(created)]) > 0
-            if inserted {
-                try Self.recordEvent(db, customerId: job.customerId, atMs: created, kind: "consumption.requested", reference: job.transactionId,
-                                     detail: ["notificationUUID": .string(job.notificationUUID), "reason": .string(job.reason),
-                                              "state": .string(job.state.rawValue)])
-            }
-            return inserted
-        }
-    }
-
     static let consumptionTable = DurableJobTable(name: "consumption_requests", key: "notification_uuid", columns: consumptionColumns)
 
     /// Claims up to `limit` pending answers due at `nowMs` for `owner` until `nowMs + leaseMs` (see `DurableJobTable`).
@@ -185,5 +163,28 @@ extension KakinStore {
             }
             return facts
         }
+    }
+}
+
+extension Records {
+    /// Records the answer a CONSUMPTION_REQUEST needs (in the notification's own write). Idempotent by
+    /// `notificationUUID`, so a notification applied twice schedules one answer. Returns whether it is new.
+    /// - Parameter nextAttemptMs: when the job is first due (real time, like its retries).
+    @discardableResult
+    public func scheduleConsumptionAnswer(_ job: ConsumptionJob, nextAttemptMs: Int64) throws -> Bool {
+        let inserted = try db.execute("""
+            INSERT INTO consumption_requests (notification_uuid, transaction_id, product_id, bundle_id, environment, customer_id,
+                reason, requested_at_ms, deadline_ms, state, attempts, next_attempt_ms, finished_at_ms, created_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (notification_uuid) DO NOTHING
+            """, [.text(job.notificationUUID), .text(job.transactionId), .text(job.productId), .text(job.bundleId),
+                  .text(job.environment), SQLValue(job.customerId), SQLValue(job.reason), .integer(job.requestedAtMs),
+                  .integer(job.deadlineMs), .text(job.state.rawValue), .integer(nextAttemptMs),
+                  job.state == .pending ? .null : .integer(nowMs), .integer(nowMs)]) > 0
+        if inserted {
+            try recordTimeline(customerId: job.customerId, kind: "consumption.requested", reference: job.transactionId,
+                               detail: ["notificationUUID": .string(job.notificationUUID), "reason": .string(job.reason),
+                                        "state": .string(job.state.rawValue)])
+        }
+        return inserted
     }
 }

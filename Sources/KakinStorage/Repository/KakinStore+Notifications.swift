@@ -47,17 +47,7 @@ extension KakinStore {
     }
 
     public func markNotification(_ uuid: String, state: NotificationState, customerId: String?, originalTransactionId: String?) async throws(KakinError) {
-        let now = clock.nowMs()
-        try await write { db in
-            try db.execute("""
-                UPDATE notifications SET state = ?, applied_at_ms = ?, attempts = attempts + 1, last_error = NULL,
-                    customer_id = COALESCE(?, customer_id), original_transaction_id = COALESCE(?, original_transaction_id)
-                WHERE notification_uuid = ?
-                """, [.text(state.rawValue), .integer(now), SQLValue(customerId), SQLValue(originalTransactionId), .text(uuid)])
-            if let customerId {
-                try Self.recordEvent(db, customerId: customerId, atMs: now, kind: "notification.\(state.rawValue)", reference: uuid, detail: .null)
-            }
-        }
+        try await transaction { r in try r.markNotification(uuid, state: state, customerId: customerId, originalTransactionId: originalTransactionId) }
     }
 
     /// Records a failed processing attempt: the notification stays pending and is retried at `nextAttemptMs`,
@@ -78,41 +68,6 @@ extension KakinStore {
         }
     }
 
-    /// The customer a transaction belongs to: its original transaction's link, else the owner of its
-    /// app account token (which then links it). Nil when nobody has claimed it yet.
-    public func resolveCustomer(for tx: TransactionPayload) async throws(KakinError) -> String? {
-        try await read { db in
-            if let linked = try db.queryOne("SELECT customer_id FROM original_links WHERE original_transaction_id = ?",
-                                            [.text(tx.originalTransactionId)])?.string("customer_id") {
-                return linked
-            }
-            if let token = tx.appAccountToken { return try Self.customerOwningToken(db, token) }
-            return nil
-        }
-    }
-
-    /// Stores a transaction nobody has claimed yet (newest signed copy wins); the customer's POST or
-    /// restore links it later.
-    public func storeUnclaimedTransaction(_ tx: TransactionPayload, jws: String) async throws(KakinError) {
-        let now = clock.nowMs()
-        try await write { db in try Self.storeTransaction(db, tx, jws: jws, nowMs: now) }
-    }
-
-    /// Keeps the newest renewal info of each subscription (by `signedDate`; equal dates by the JWS text, the
-    /// same tie-break as the status engine, so arrival order never matters).
-    public func storeRenewalInfo(_ info: RenewalInfoPayload, jws: String) async throws(KakinError) {
-        let now = clock.nowMs()
-        try await write { db in
-            try db.execute("""
-                INSERT INTO renewal_infos (original_transaction_id, signed_date_ms, environment, jws, updated_ms) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (original_transaction_id) DO UPDATE SET signed_date_ms = excluded.signed_date_ms,
-                    environment = excluded.environment, jws = excluded.jws, updated_ms = excluded.updated_ms
-                WHERE excluded.signed_date_ms > renewal_infos.signed_date_ms
-                   OR (excluded.signed_date_ms = renewal_infos.signed_date_ms AND excluded.jws > renewal_infos.jws)
-                """, [.text(info.originalTransactionId), .integer(info.signedDate), .text(info.environment.rawValue), .text(jws), .integer(now)])
-        }
-    }
-
     /// Named progress markers (e.g. how far Notification History has been read).
     public func syncValue(_ name: String) async throws(KakinError) -> String? {
         try await read { db in try db.queryOne("SELECT value FROM sync_state WHERE name = ?", [.text(name)])?.string("value") }
@@ -125,6 +80,22 @@ extension KakinStore {
                 INSERT INTO sync_state (name, value, updated_ms) VALUES (?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_ms = excluded.updated_ms
                 """, [.text(name), .text(value), .integer(now)])
+        }
+    }
+}
+
+extension Records {
+    /// A notification is done with: `applied` (its facts stored and applied, in the same write) or `ignored`.
+    public func markNotification(_ uuid: String, state: NotificationState, customerId: String?, originalTransactionId: String?) throws {
+        precondition(state == .applied || state == .ignored, "a notification is done with as applied or ignored")
+        let changed = try db.execute("""
+            UPDATE notifications SET state = ?, applied_at_ms = ?, attempts = attempts + 1, last_error = NULL,
+                customer_id = COALESCE(?, customer_id), original_transaction_id = COALESCE(?, original_transaction_id)
+            WHERE notification_uuid = ?
+            """, [.text(state.rawValue), .integer(nowMs), SQLValue(customerId), SQLValue(originalTransactionId), .text(uuid)])
+        precondition(changed == 1, "only a stored notification is marked")
+        if let customerId {
+            try recordTimeline(customerId: customerId, kind: "notification.\(state.rawValue)", reference: uuid, detail: .null)
         }
     }
 }

@@ -19,14 +19,16 @@ extension KakinStore {
     struct StoredTransactionRow {
         var customerId: String?
         var isStatusInput: Bool
-        var jws: String
+        /// The decoded fields (or, for rows stored before them, the JWS): `StoredStatusFields`.
+        var stored: String
     }
 
     static func storedTransactionRow(_ db: SQLConnection, _ transactionId: String) throws -> StoredTransactionRow? {
-        guard let row = try db.queryOne("SELECT customer_id, status_input, jws FROM transactions WHERE transaction_id = ?",
-                                        [.text(transactionId)]) else { return nil }
+        guard let row = try db.queryOne("""
+            SELECT customer_id, status_input, COALESCE(status_json, jws) AS payload FROM transactions WHERE transaction_id = ?
+            """, [.text(transactionId)]) else { return nil }
         return StoredTransactionRow(customerId: row.string("customer_id"), isStatusInput: row.int("status_input") != 0,
-                                    jws: row.string("jws") ?? "")
+                                    stored: row.string("payload") ?? "")
     }
 
     /// After `copy` became the stored copy of its transaction (new, or newer than `previous`).
@@ -42,7 +44,7 @@ extension KakinStore {
         // A transaction nobody has claimed keeps the default flag until it is linked (`statusInputsAfterLinking`).
         guard let owner else { return }
         if let previous, previous.isStatusInput,
-           !(Self.decodedTransaction(previous.jws).map { StatusInputs.canReplace($0, with: copy) } ?? false) {
+           !(StoredStatusFields.transaction(previous.stored).map { StatusInputs.canReplace($0, with: copy) } ?? false) {
             // The copy it replaces stood for others of its key, and now may not: look at all of them again.
             try reselectStatusInputs(db, customerId: owner)
             return
@@ -56,7 +58,7 @@ extension KakinStore {
     static func statusInputsAfterLinking(_ db: SQLConnection, originalTransactionId: String, to customerId: String,
                                          from previousOwner: String?) throws {
         let moved = try db.query("""
-            SELECT transaction_id, jws, status_input FROM transactions WHERE original_transaction_id = ? AND product_type <> ?
+            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE original_transaction_id = ? AND product_type <> ?
             ORDER BY purchase_date_ms DESC LIMIT ?
             """, [.text(originalTransactionId), .text(AppleProductType.consumable.rawValue), .integer(Int64(historyRowsMax))])
             .compactMap(statusInputRow)
@@ -73,7 +75,7 @@ extension KakinStore {
     /// Picks the customer's status inputs from all of its transactions (the newest `historyRowsMax`, as a full read).
     static func reselectStatusInputs(_ db: SQLConnection, customerId: String) throws {
         let rows = try db.query("""
-            SELECT transaction_id, jws, status_input FROM transactions WHERE customer_id = ? AND product_type <> ?
+            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE customer_id = ? AND product_type <> ?
             ORDER BY purchase_date_ms DESC LIMIT ?
             """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(historyRowsMax))])
         try markStatusInputs(db, rows.compactMap(statusInputRow))
@@ -82,7 +84,7 @@ extension KakinStore {
     /// The rows currently marked for the customer.
     static func statusInputRows(_ db: SQLConnection, customerId: String) throws -> [StatusInputRow] {
         try db.query("""
-            SELECT transaction_id, jws, status_input FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
+            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
             LIMIT ?
             """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(historyRowsMax))])
             .compactMap(statusInputRow)
@@ -101,11 +103,7 @@ extension KakinStore {
 
     private static func statusInputRow(_ row: SQLRow) -> StatusInputRow? {
         // Every stored JWS was verified and decoded before it was stored; one that no longer decodes stays marked.
-        guard let transaction = decodedTransaction(row.string("jws") ?? "") else { return nil }
+        guard let transaction = StoredStatusFields.transaction(row.string("payload") ?? "") else { return nil }
         return StatusInputRow(transaction: transaction, isStatusInput: row.int("status_input") != 0)
-    }
-
-    static func decodedTransaction(_ jws: String) -> TransactionPayload? {
-        StoredJWS.payload(jws).flatMap { try? TransactionPayload(json: $0) }
     }
 }

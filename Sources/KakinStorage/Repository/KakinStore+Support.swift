@@ -194,28 +194,6 @@ extension KakinStore {
         try await write { db in try Self.recordEvent(db, customerId: customerId, atMs: now, kind: kind, reference: reference, detail: detail) }
     }
 
-    /// Free coins from support: the same idempotent grant as `POST …/wallet/grants` (a repeated form with the
-    /// same key grants once), plus an `admin.grant` event naming who granted, in the same transaction.
-    /// - Returns: the stored grant answer (`{grantId, amount, reason, wallet}`), replayed or new.
-    public func supportGrant(customerId: String, idempotencyKey: String, amount: Int64, reason: String,
-                             actor: String) async throws(KakinError) -> IdempotentAnswer {
-        let now = clock.nowMs()
-        let entryId = ids.id(prefix: "le_")
-        let request = JSONValue.object(["amount": .int(amount), "reason": .string(reason)]).jsonString
-        return try await write { db in
-            try Self.idempotently(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request, nowMs: now) {
-                guard try Self.loadCustomer(db, customerId) != nil else { throw KakinError(.customerNotFound) }
-                let after = try Self.moveCoins(db, LedgerMovement(
-                    entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
-                    reference: idempotencyKey, effectKey: nil, item: reason))
-                try Self.recordEvent(db, customerId: customerId, atMs: now, kind: "admin.grant", reference: entryId,
-                                     detail: ["by": .string(actor), "amount": .int(amount), "reason": .string(reason)])
-                let body: JSONValue = ["grantId": .string(entryId), "amount": .int(amount), "reason": .string(reason), "wallet": after.json]
-                return (201, body.serialized())
-            }
-        }
-    }
-
     /// One page of a customer's timeline, newest first: transactions as first seen, notifications as received,
     /// ledger entries, events (purchases applied, refunds, transfers, support actions) and errors answered.
     public func timeline(customerId: String, limit: Int, after cursor: TimelineCursor?) async throws(KakinError) -> TimelinePage {

@@ -1,22 +1,40 @@
 import KakinCore
 
 /// One coin movement: the ledger entry and the balance change it causes, written together.
-struct LedgerMovement {
-    var entryId: String
-    var customerId: String
-    var atMs: Int64
-    var kind: LedgerEntryKind
-    var paid: Int64
-    var free: Int64
-    var reference: String
+public struct LedgerMovement: Sendable {
+    public var entryId: String
+    public var customerId: String
+    public var atMs: Int64
+    public var kind: LedgerEntryKind
+    public var paid: Int64
+    public var free: Int64
+    public var reference: String
     /// Unique per App Store effect (purchase, refund, reversal): the database refuses a second entry with the
     /// same key. Spends and grants are unique by their idempotency key row instead.
-    var effectKey: String?
-    var item: String? = nil
-    var recipient: String? = nil
-    var priceMilli: Int64? = nil
-    var currency: String? = nil
-    var detail: JSONValue = .null
+    public var effectKey: String?
+    public var item: String?
+    public var recipient: String?
+    public var priceMilli: Int64?
+    public var currency: String?
+    public var detail: JSONValue
+
+    public init(entryId: String, customerId: String, atMs: Int64, kind: LedgerEntryKind, paid: Int64, free: Int64, reference: String,
+                effectKey: String?, item: String? = nil, recipient: String? = nil, priceMilli: Int64? = nil, currency: String? = nil,
+                detail: JSONValue = .null) {
+        self.entryId = entryId
+        self.customerId = customerId
+        self.atMs = atMs
+        self.kind = kind
+        self.paid = paid
+        self.free = free
+        self.reference = reference
+        self.effectKey = effectKey
+        self.item = item
+        self.recipient = recipient
+        self.priceMilli = priceMilli
+        self.currency = currency
+        self.detail = detail
+    }
 }
 
 /// A stored answer for an `Idempotency-Key`: replayed byte for byte to a retry with the same request.
@@ -27,13 +45,48 @@ public struct IdempotentAnswer: Sendable, Hashable {
     public var replayed: Bool
 }
 
-public enum SpendResult: Sendable {
-    case spent(spendId: String, amount: Int64, paidUsed: Int64, freeUsed: Int64, wallet: WalletBalance)
-    case insufficient(wallet: WalletBalance)
+/// An idempotent request's effect, decided from what the body read before anything is written: the answer to
+/// store and replay, and the writes to make when the key is new.
+public struct IdempotentEffect {
+    public var status: Int
+    public var body: [UInt8]
+    public var apply: () throws -> Void
+
+    public init(status: Int, body: [UInt8], apply: @escaping () throws -> Void) {
+        self.status = status
+        self.body = body
+        self.apply = apply
+    }
 }
 
-public enum GrantResult: Sendable {
-    case granted(entryId: String, amount: Int64, wallet: WalletBalance)
+extension Records {
+    /// Runs an effect once per `(customer, scope, key)` and stores its answer with the key, in ONE insert: a later
+    /// call with the same key replays that answer (same request) or fails with 422 (another request), and writes
+    /// nothing (Stripe's idempotency semantics).
+    ///
+    /// `decide` only reads; then the key is inserted with the answer (`ON CONFLICT DO NOTHING`), and only if it
+    /// was new are the effect's writes made. The key is never looked up through a snapshot first, so on PostgreSQL a
+    /// new key takes no SSI read lock on the index page where it goes (which made concurrent writes of other
+    /// customers conflict). Two writers claiming the same key still exclude each other: the second waits for the
+    /// first, then fails to serialize and runs again, seeing the stored answer.
+    public func idempotently(customerId: String, scope: String, key: String, request: String,
+                             decide: () throws -> IdempotentEffect) throws -> IdempotentAnswer {
+        let effect = try decide()
+        let claimed = try db.queryOne("""
+            INSERT INTO idempotency_keys (customer_id, scope, key, request, status, response, created_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (customer_id, scope, key) DO NOTHING RETURNING status
+            """, [.text(customerId), .text(scope), .text(key), .text(request), .integer(Int64(effect.status)), .blob(effect.body),
+                  .integer(nowMs)]) != nil
+        guard claimed else { return try KakinStore.storedAnswer(db, customerId: customerId, scope: scope, key: key, request: request) }
+        try effect.apply()
+        return IdempotentAnswer(status: effect.status, body: effect.body, replayed: false)
+    }
+
+    /// Moves coins for a customer who may not exist yet (a grant to a new customer creates it, with its token).
+    @discardableResult
+    public func moveCoinsCreatingCustomer(_ movement: LedgerMovement) throws -> WalletBalance {
+        try KakinStore.moveCoins(db, movement, creatingCustomerWith: ids.uuid)
+    }
 }
 
 public struct LedgerEntry: Sendable, Hashable {
@@ -109,6 +162,14 @@ extension KakinStore {
     static func moveCoins(_ db: SQLConnection, _ m: LedgerMovement, creatingCustomerWith newCustomerToken: (() -> String)? = nil) throws
         -> WalletBalance
     {
+        switch m.kind {
+        case .purchase, .grant, .refundReversed:
+            precondition(m.paid >= 0 && m.free >= 0, "a \(m.kind) entry credits")
+        case .spend, .refund:
+            precondition(m.paid <= 0 && m.free <= 0, "a \(m.kind) entry debits")
+        case .adjustment:
+            break
+        }
         func updateWallet() throws -> SQLRow? {
             try db.queryOne(
                 "UPDATE wallets SET paid = paid + ?, free = free + ?, updated_at_ms = ? WHERE customer_id = ? RETURNING paid, free",
@@ -132,35 +193,8 @@ extension KakinStore {
         return after
     }
 
-    /// Runs `effect` once per key and stores its answer; a later call with the same key replays that answer
-    /// (same request) or fails with 422 (another request), and runs no effect.
-    ///
-    /// The key is claimed first by an insert that does nothing when the key exists, and the answer filled in by
-    /// an upsert of the claimed row: neither looks the key up through a snapshot, so on PostgreSQL neither takes
-    /// an SSI read lock. A plain lookup of a new key would lock the whole index page where the key would go, and
-    /// every concurrent write inserting another customer's key into that page would then count as a conflict
-    /// (most of the serialization failures of concurrent grants, before). Two writers claiming the same key
-    /// still exclude each other: the second waits for the first, then fails to serialize and runs again,
-    /// seeing the stored answer. A body that throws after claiming rolls its claim back with its effect.
-    static func idempotently(_ db: SQLConnection, customerId: String, scope: String, key: String, request: String, nowMs: Int64,
-                             effect: () throws -> (status: Int, body: [UInt8])) throws -> IdempotentAnswer {
-        let claimed = try db.queryOne("""
-            INSERT INTO idempotency_keys (customer_id, scope, key, request, status, response, created_at_ms)
-            VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (customer_id, scope, key) DO NOTHING RETURNING status
-            """, [.text(customerId), .text(scope), .text(key), .text(request), .blob([]), .integer(nowMs)]) != nil
-        guard claimed else { return try storedAnswer(db, customerId: customerId, scope: scope, key: key, request: request) }
-        let answer = try effect()
-        try db.execute("""
-            INSERT INTO idempotency_keys (customer_id, scope, key, request, status, response, created_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (customer_id, scope, key) DO UPDATE SET status = excluded.status, response = excluded.response
-            """, [.text(customerId), .text(scope), .text(key), .text(request), .integer(Int64(answer.status)),
-                  .blob(answer.body), .integer(nowMs)])
-        return IdempotentAnswer(status: answer.status, body: answer.body, replayed: false)
-    }
-
     /// The stored answer of a key that exists. Same request → replay; different request → 422.
-    private static func storedAnswer(_ db: SQLConnection, customerId: String, scope: String, key: String, request: String) throws -> IdempotentAnswer {
+    static func storedAnswer(_ db: SQLConnection, customerId: String, scope: String, key: String, request: String) throws -> IdempotentAnswer {
         guard let row = try db.queryOne(
             "SELECT request, status, response FROM idempotency_keys WHERE customer_id = ? AND scope = ? AND key = ?",
             [.text(customerId), .text(scope), .text(key)]) else {
@@ -170,44 +204,6 @@ extension KakinStore {
             throw KakinError(.idempotencyKeyReused, detail: "\(scope) key reused with another body")
         }
         return IdempotentAnswer(status: Int(row.int("status") ?? 500), body: row.bytes("response") ?? [], replayed: true)
-    }
-
-    /// Spends coins under an idempotency key. `request` is the canonical request body (compared on replay);
-    /// `render` turns the result into the HTTP answer that is stored and replayed.
-    public func spend(customerId: String, idempotencyKey: String, request: String, amount: Int64, item: String,
-                      recipient: String?, order: SpendOrder,
-                      render: @escaping @Sendable (SpendResult) -> (status: Int, body: [UInt8])) async throws(KakinError) -> IdempotentAnswer {
-        let now = clock.nowMs()
-        let spendId = ids.id(prefix: "sp_")
-        let entryId = ids.id(prefix: "le_")
-        return try await write { db in
-            try Self.idempotently(db, customerId: customerId, scope: "spend", key: idempotencyKey, request: request, nowMs: now) {
-                let balance = try Self.walletBalance(db, customerId)
-                guard let split = WalletRules.split(amount: amount, of: balance, order: order) else {
-                    return render(.insufficient(wallet: balance))
-                }
-                let after = try Self.moveCoins(db, LedgerMovement(
-                    entryId: entryId, customerId: customerId, atMs: now, kind: .spend, paid: -split.paid, free: -split.free,
-                    reference: spendId, effectKey: nil, item: item, recipient: recipient))
-                return render(.spent(spendId: spendId, amount: amount, paidUsed: split.paid, freeUsed: split.free, wallet: after))
-            }
-        }
-    }
-
-    /// Grants free coins under an idempotency key (campaigns, support goodwill).
-    public func grant(customerId: String, idempotencyKey: String, request: String, amount: Int64, reason: String,
-                      render: @escaping @Sendable (GrantResult) -> (status: Int, body: [UInt8])) async throws(KakinError) -> IdempotentAnswer {
-        let now = clock.nowMs()
-        let ids = ids
-        let entryId = ids.id(prefix: "le_")
-        return try await write { db in
-            try Self.idempotently(db, customerId: customerId, scope: "grant", key: idempotencyKey, request: request, nowMs: now) {
-                let after = try Self.moveCoins(db, LedgerMovement(
-                    entryId: entryId, customerId: customerId, atMs: now, kind: .grant, paid: 0, free: amount,
-                    reference: idempotencyKey, effectKey: nil, item: reason), creatingCustomerWith: ids.uuid)
-                return render(.granted(entryId: entryId, amount: amount, wallet: after))
-            }
-        }
     }
 
     // MARK: Reading the ledger

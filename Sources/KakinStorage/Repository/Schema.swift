@@ -305,6 +305,7 @@ enum Schema {
         appAccountTokenRequestsMigration,
         notificationBodiesMigration,
         walletFillFactorMigration,
+        statusFieldsMigration,
         eventsMigration,
     ]
 }

@@ -46,7 +46,7 @@ public enum SQLDialect: String, Sendable {
 
 /// A SQL database with durable, group-committed writes and snapshot reads.
 ///
-/// Implemented by `SQLiteDatabase` (one process) and `PostgresDatabase` (`KakinPostgreSQL`, any number of
+/// Implemented by `SQLiteDatabase` (`KakinSQLite`, one process) and `PostgresDatabase` (`KakinPostgreSQL`, any number of
 /// processes). On PostgreSQL a body may run more than once (a serialization failure re-runs its whole
 /// transaction) and beside bodies of other processes: bodies do nothing but SQL and compute their result
 /// from what they read, so a re-run is harmless and the committed run is the one the caller sees.
@@ -142,6 +142,19 @@ public final class ScopedSQLConnection<Base: SQLConnection>: SQLConnection {
             throw SQLError(kind: .misuse, message: "SQLConnection used after the closure it was handed to returned", sql: sql)
         }
         return base
+    }
+}
+
+/// The buckets every engine sorts its committed batch sizes into, so `/metrics` shows one histogram
+/// (`kakin_db_commit_batch_size`) whichever engine runs.
+public enum SQLBatchSizeHistogram {
+    /// Upper bounds of the buckets (the last one also takes anything larger).
+    public static let bucketBounds = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+    /// The index of the bucket `size` is counted in.
+    public static func bucketIndex(of size: Int) -> Int {
+        precondition(size >= 1, "a committed batch holds at least one body")
+        return bucketBounds.firstIndex { size <= $0 } ?? bucketBounds.count - 1
     }
 }
 

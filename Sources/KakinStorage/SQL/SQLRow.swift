@@ -38,7 +38,7 @@ public struct SQLRow: Sendable {
 
 /// Column names of one result, shared by all its rows.
 package final class SQLColumns: Sendable {
-    let names: [String]
+    package let names: [String]
     /// First occurrence wins when a join returns two columns of the same name.
     let indexByName: [String: Int]
 

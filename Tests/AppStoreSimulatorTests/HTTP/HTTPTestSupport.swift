@@ -3,6 +3,7 @@ import AppStoreSecurity
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinSystem
 import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
@@ -36,7 +37,7 @@ func call(_ sim: AppStoreSimulator, _ method: String, _ path: String, _ body: JS
 /// An App Store Server API token for the simulator's own key, made like Apple's library makes them
 /// (no `iat`, `exp` five minutes ahead of real time) unless told otherwise.
 func apiToken(_ sim: AppStoreSimulator, bundleId: String = "com.example.app", issuedAt: Int64? = nil, expiresIn: Int64 = 300,
-              nowSeconds: Int64 = WallClock().nowMs() / 1000, keyId: String? = nil, key: P256PrivateKey? = nil, audience: String? = nil) throws -> String {
+              nowSeconds: Int64 = SystemClock().nowMs() / 1000, keyId: String? = nil, key: P256PrivateKey? = nil, audience: String? = nil) throws -> String {
     let k = sim.apiKey
     let signing = try key ?? P256PrivateKey(pemPKCS8: k.privateKeyPEM)
     if let audience {
@@ -54,7 +55,7 @@ func apiToken(_ sim: AppStoreSimulator, bundleId: String = "com.example.app", is
 func verifier(_ sim: AppStoreSimulator) throws -> SignedDataVerifier {
     try SignedDataVerifier(trustedRoots: [sim.rootCertificateDER],
                            apps: [AppIdentity(bundleId: "com.example.app", appAppleId: 1234, environments: [.sandbox, .production])],
-                           clock: { WallClock().nowMs() })
+                           clock: { SystemClock().nowMs() })
 }
 
 /// A sink that answers from a script (then success) and records what it was sent.

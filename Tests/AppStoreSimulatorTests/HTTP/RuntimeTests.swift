@@ -2,6 +2,7 @@
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinSystem
 import Synchronization
 import Testing
 
@@ -35,7 +36,7 @@ final class ManualWall: Clock {
     }
 
     @Test func renewalsHappenAsRatedTimePassesWithoutAnyAdvanceCall() async throws {
-        let wall = ManualWall(WallClock().nowMs())
+        let wall = ManualWall(SystemClock().nowMs())
         let sink = ScriptedSink()
         let config = SimulatorConfiguration(catalog: offersCatalog(), bundleId: "com.example.app", appAppleId: 1234, seed: 3)
         let sim = try AppStoreSimulator(configuration: config, clock: SimulatedClock(startMs: startMs, timeRate: 86_400, wall: wall), sink: sink, wall: wall)

@@ -3,6 +3,7 @@ import AppStoreSecurity
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinSystem
 import Testing
 
 @Suite struct ServerAPIOverHTTP {
@@ -10,7 +11,7 @@ import Testing
         let sim = try makeSimulator()
         let tid = (await call(sim, "POST", "/simulator/v1/purchases", ["productId": "coins"])).json["transactionId"]!.stringValue!
         let path = "/inApps/v1/transactions/\(tid)"
-        let now = WallClock().nowMs() / 1000
+        let now = SystemClock().nowMs() / 1000
         let good = await call(sim, "GET", path, bearer: try apiToken(sim))
         #expect(good.status == 200)
         #expect(good.json["signedTransactionInfo"] != nil)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Synchronization
 

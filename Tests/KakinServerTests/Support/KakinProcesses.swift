@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import KakinCore
+import KakinService
 import KakinTestPostgres
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import KakinCore
+import KakinService
 import KakinServer
 
 /// Builds App Store payloads and signed notifications for tests, like Apple would send them.
@@ -82,7 +83,7 @@ extension TestKakin {
             let r = try await postNotification(n)
             guard r.status == 200 else { throw NotificationRefused(status: r.status, body: String(decoding: r.body, as: UTF8.self)) }
         }
-        await runtime.app.drainNotifications()
+        await runtime.app.services.notifications.drain()
     }
 
     func customer(_ id: String) async throws -> JSONValue {

@@ -2,6 +2,7 @@ import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
 
 /// Kakin in local mode for one test: the App Store simulator mounted in-process (its CA trusted, its

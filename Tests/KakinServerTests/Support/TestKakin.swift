@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import HTTPServer
 import KakinCore
+import KakinService
 @testable import KakinServer
 import KakinStorage
 import Synchronization

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import KakinCore
+import KakinService
 
 /// Just enough W3C WebDriver (plain HTTP + JSON) to drive Debian's headless Chromium through `chromedriver`:
 /// no outside packages, no browser downloads. One instance = one chromedriver process and one browser session;

@@ -1,0 +1,92 @@
+import AppStoreClient
+import AppStoreSecurity
+import KakinCore
+import KakinStorage
+
+/// Kakin's use cases, built once over the store, the verifier and the clocks. The HTTP routes, the support desk,
+/// the commands and the whole-system simulation call these and nothing below them; each use case holds only what it
+/// needs.
+public final class KakinServices: Sendable {
+    public struct Settings: Sendable {
+        public var apps: [AppSettings]
+        public var wallet: WalletPolicy
+        public var transferPolicy: TransferPolicy
+        /// Trusted roots for app receipts' signatures; nil: receipts are read without a signature check.
+        public var appReceiptRootsDER: [[UInt8]]?
+        /// Processing attempts before a notification is given up on (`dead`); see `NotificationRetryPolicy`.
+        public var notificationAttemptsMax: Int
+
+        public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
+                    appReceiptRootsDER: [[UInt8]]? = nil, notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax) {
+            self.apps = apps
+            self.wallet = wallet
+            self.transferPolicy = transferPolicy
+            self.appReceiptRootsDER = appReceiptRootsDER
+            self.notificationAttemptsMax = notificationAttemptsMax
+        }
+    }
+
+    public let store: KakinStore
+    public let verifier: SignedDataVerifier
+    /// The business clock (the simulator's in local mode).
+    public let clock: any Clock
+    public let logger: Logger
+    public let metrics: Metrics
+    public let settings: Settings
+    public let appsByBundle: [String: AppSettings]
+    /// Every product of every app's catalog, for status and eligibility answers.
+    public let catalog: Catalog
+    /// The App Store Server API and the offer-signing key, once configured.
+    public let appStore = AppStoreAccess()
+
+    public let ingest: Ingest
+    public let statusReads: CustomerStatusReads
+    public let notifications: NotificationInbox
+    public let appStoreSync: AppStoreSync
+    public let appStoreJobs: AppStoreJobs
+    public let extensions: SubscriptionExtensions
+    public let wallets: Wallets
+    public let offers: Offers
+
+    /// - Parameter retryClock: schedules retries in real time, whatever clock the business logic runs on.
+    public init(store: KakinStore, verifier: SignedDataVerifier, settings: Settings, clock: any Clock, retryClock: any Clock,
+                logger: Logger, metrics: Metrics = Metrics()) {
+        self.store = store
+        self.verifier = verifier
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        self.metrics = metrics
+        let apps = Dictionary(settings.apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { a, _ in a })
+        appsByBundle = apps
+        var merged = Catalog()
+        for app in settings.apps { for p in app.catalog.sortedProducts { merged.upsert(p) } }
+        catalog = merged
+        let access = appStore
+        let jobsWorker = BackgroundLoop(pollIntervalMs: 15_000)
+        appStoreJobs = AppStoreJobs(store: store, access: access, apps: apps, metrics: metrics, logger: logger, clock: clock,
+                                    retryClock: retryClock, worker: jobsWorker)
+        ingest = Ingest(store: store, verifier: verifier, catalogs: apps.mapValues(\.catalog), walletPolicy: settings.wallet,
+                        transferPolicy: settings.transferPolicy, metrics: metrics,
+                        setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() })
+        statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock)
+        let claims = NotificationClaims()
+        notifications = NotificationInbox(store: store, ingest: ingest, metrics: metrics, logger: logger, apps: apps, retryClock: retryClock,
+                                          attemptsMax: settings.notificationAttemptsMax, claims: claims,
+                                          worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() })
+        appStoreSync = AppStoreSync(store: store, access: access, ingest: ingest, inbox: notifications, logger: logger, clock: clock,
+                                    retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner)
+        extensions = SubscriptionExtensions(store: store, access: access, ingest: ingest, statusReads: statusReads, apps: apps, logger: logger)
+        wallets = Wallets(store: store, spendOrder: settings.wallet.spendOrder, metrics: metrics, logger: logger)
+        offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
+    }
+
+    /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless
+    /// `offerSigning` named another.
+    public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings) throws(KakinError) {
+        let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
+                                                transport: CountingTransport(inner: URLSessionTransport(), metrics: metrics))
+        try appStore.useAPIKeyForOffers(api)
+        appStore.connect(connection)
+    }
+}

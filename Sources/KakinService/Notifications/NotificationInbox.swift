@@ -1,0 +1,140 @@
+import AppStoreSecurity
+import KakinCore
+import KakinStorage
+
+/// App Store Server Notifications V2: verify, store durably, acknowledge, then apply in the background through the
+/// one ingest path. Apple retries only what we refuse, so a notification is acknowledged once it is on disk and
+/// Kakin retries its own processing failures; duplicates (same `notificationUUID`) are acknowledged and ignored.
+public struct NotificationInbox: Sendable {
+    let store: KakinStore
+    let ingest: Ingest
+    let metrics: Metrics
+    let logger: Logger
+    let apps: [String: AppSettings]
+    /// Schedules processing retries in real time, whatever clock the business logic runs on.
+    let retryClock: any Clock
+    let attemptsMax: Int
+    let claims: NotificationClaims
+    /// The worker applying stored notifications (woken when one arrives).
+    public let worker: BackgroundLoop
+    let wakeAppStoreJobs: @Sendable () -> Void
+
+    /// Verifies and stores one signed notification (from Apple's push or from Notification History).
+    /// Returns whether it was new.
+    @discardableResult
+    public func receive(_ jws: String, source: String) async throws(KakinError) -> Bool {
+        let notification = try ingest.verifyNotification(jws)
+        let isNew = try await store.storeNotification(notification, jws: jws, source: source)
+        if isNew {
+            metrics.increment(.notificationsReceived)
+            worker.wake()
+        }
+        return isNew
+    }
+
+    /// Applies one stored notification: its signed transaction and renewal info are verified (once) and go through
+    /// the ingest, and the notification is marked applied in the same database transaction.
+    func apply(_ stored: InboxNotification) async throws(KakinError) {
+        guard let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.notificationType != .test,
+              let data = n.data, data.signedTransactionInfo != nil || data.signedRenewalInfo != nil else {
+            try await store.markNotification(stored.notificationUUID, state: .ignored, customerId: nil, originalTransactionId: nil)
+            return
+        }
+        let renewalInfo = try data.signedRenewalInfo.flatMap { (jws: String) throws(KakinError) in try ingest.verifyRenewalInfo(jws, for: .notification) }
+        let transaction = try data.signedTransactionInfo.map { (jws: String) throws(KakinError) in try ingest.verifyTransaction(jws) }
+        let consumption = n.notificationType == .consumptionRequest ? transaction.map { consumptionJob(n, $0.payload) } : nil
+        let uuid = stored.notificationUUID
+        let original = transaction?.payload.originalTransactionId ?? renewalInfo?.payload.originalTransactionId
+        let firstAttemptMs = retryClock.nowMs()
+        _ = try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: .notification) { r, result in
+            guard !result.retryLater else { return }
+            if var job = consumption {
+                job.customerId = result.owner
+                try r.scheduleConsumptionAnswer(job, nextAttemptMs: firstAttemptMs)
+            }
+            try r.markNotification(uuid, state: .applied, customerId: result.owner, originalTransactionId: original)
+        }
+        if consumption?.state == .pending { wakeAppStoreJobs() }
+        metrics.increment(.notificationsApplied)
+    }
+
+    /// The answer a CONSUMPTION_REQUEST needs (sent by the App Store jobs when the app's customers consented).
+    func consumptionJob(_ n: NotificationPayload, _ tx: TransactionPayload) -> ConsumptionJob {
+        let consented = apps[tx.bundleId]?.consumptionInformation?.customerConsented == true
+        return ConsumptionJob(
+            notificationUUID: n.notificationUUID, transactionId: tx.transactionId, productId: tx.productId, bundleId: tx.bundleId,
+            environment: (n.environment ?? tx.environment).rawValue, customerId: nil, reason: n.data?.consumptionRequestReason,
+            requestedAtMs: n.signedDate, deadlineMs: n.signedDate + ConsumptionInformation.answerWindowMs,
+            state: consented ? .pending : .notConsented)
+    }
+
+    /// Claims the notifications due now (other processes on the same database take others) and processes
+    /// them; failures are rescheduled with backoff or, per `NotificationRetryPolicy`, moved to `dead` (kept,
+    /// counted, listed, replayable) — never dropped. Returns how many were attempted. A full batch wakes the
+    /// worker again at once: more may be due (a backlog drains at the worker's pace, not one batch per poll).
+    @discardableResult
+    public func processDue() async -> Int {
+        let attempted = await claims.pass { await processClaimed() }
+        if attempted == claims.batchMax { worker.wake() }
+        return attempted
+    }
+
+    private func processClaimed() async -> Int {
+        let due: [InboxNotification]
+        do {
+            let now = retryClock.nowMs()
+            due = try await store.claimDueNotifications(owner: claims.owner, nowMs: now, leaseUntilMs: now + claims.leaseMs, limit: claims.batchMax)
+        } catch {
+            logger.error("notification inbox unreadable", ["error.id": .string(error.kind.id), "error.detail": .string(error.detail)])
+            return 0
+        }
+        precondition(due.count <= claims.batchMax, "a claim never returns more than its batch")
+        // A batch's notifications are applied side by side: their writes share the writer's commits instead of
+        // each waiting for a commit of its own. Arrival order never changes the outcome (see docs/architecture.md).
+        await withTaskGroup(of: Void.self) { group in
+            for n in due { group.addTask { await self.processClaimed(n) } }
+        }
+        return due.count
+    }
+
+    /// Applies one claimed notification; a failure is rescheduled with backoff or, per `NotificationRetryPolicy`,
+    /// moved to `dead`.
+    private func processClaimed(_ n: InboxNotification) async {
+        do {
+            try await apply(n)
+        } catch {
+            metrics.increment(.notificationsFailed)
+            let delayMs = NotificationRetryPolicy.retryDelayMs(afterAttempts: n.attempts + 1)
+            let dead = NotificationRetryPolicy.isDead(after: error.kind, attempts: n.attempts + 1, attemptsMax: attemptsMax)
+            if dead { metrics.increment(.notificationsDead) }
+            logger.log(dead ? .error : .warning, dead ? "notification processing failed; dead until replayed" : "notification processing failed; will retry", [
+                "notification.uuid": .string(n.notificationUUID), "error.id": .string(error.kind.id),
+                "error.detail": .string(error.detail ?? error.message), "retry.inMs": .int(delayMs),
+            ])
+            let about = Self.subject(of: n.jws)
+            try? await store.failNotification(n.notificationUUID, error: error.description, nextAttemptMs: retryClock.nowMs() + delayMs,
+                                              dead: dead, originalTransactionId: about.originalTransactionId,
+                                              appAccountToken: about.appAccountToken)
+        }
+    }
+
+    /// The original transaction and app account token a stored notification is about (read from its payload,
+    /// verified when it was stored), so a failed one still shows on its customer's page.
+    static func subject(of jws: String) -> (originalTransactionId: String?, appAccountToken: String?) {
+        guard let payload = StoredJWS.payload(jws), let data = payload["data"] else { return (nil, nil) }
+        for key in ["signedTransactionInfo", "signedRenewalInfo"] {
+            if let nested = data[key]?.stringValue, let json = StoredJWS.payload(nested), let id = json["originalTransactionId"]?.idString {
+                return (id, json["appAccountToken"]?.stringValue?.lowercased())
+            }
+        }
+        return (nil, nil)
+    }
+
+    /// Processes until nothing is due and this process's worker is done with what it claimed (tests and
+    /// commands use it to wait for the inbox to settle).
+    public func drain() async {
+        while await processDue() > 0 || claims.inProgress > 0 {
+            if claims.inProgress > 0 { try? await Task.sleep(for: .milliseconds(2)) }
+        }
+    }
+}

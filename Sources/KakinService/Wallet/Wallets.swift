@@ -1,0 +1,127 @@
+import KakinCore
+import KakinStorage
+
+/// A coin spend: `POST …/wallet/spend`.
+public struct SpendRequest: Sendable {
+    public var customerId: String
+    public var idempotencyKey: String
+    /// The request's fields in canonical form, compared when the key is used again.
+    public var canonicalRequest: String
+    public var amount: Int64
+    public var item: String
+    public var recipient: String?
+
+    public init(customerId: String, idempotencyKey: String, canonicalRequest: String, amount: Int64, item: String, recipient: String?) {
+        precondition(amount > 0 && amount <= WalletRules.amountMax, "the adapter validates the amount")
+        self.customerId = customerId
+        self.idempotencyKey = idempotencyKey
+        self.canonicalRequest = canonicalRequest
+        self.amount = amount
+        self.item = item
+        self.recipient = recipient
+    }
+}
+
+/// Free coins: `POST …/wallet/grants` (backend), or the support desk (which names who granted).
+public struct GrantRequest: Sendable {
+    public var customerId: String
+    public var idempotencyKey: String
+    public var amount: Int64
+    public var reason: String
+    /// The support desk's actor: the customer must exist, and the timeline records who granted (`admin.grant`).
+    public var deskActor: String?
+
+    public init(customerId: String, idempotencyKey: String, amount: Int64, reason: String, deskActor: String? = nil) {
+        precondition(amount > 0 && amount <= WalletRules.amountMax, "the adapter validates the amount")
+        self.customerId = customerId
+        self.idempotencyKey = idempotencyKey
+        self.amount = amount
+        self.reason = reason
+        self.deskActor = deskActor
+    }
+
+    /// What the key's request is compared by: the grant's own fields, whichever adapter sent them.
+    var canonicalRequest: String { JSONValue.object(["amount": .int(amount), "reason": .string(reason)]).jsonString }
+}
+
+/// The wallet's use cases: spends and grants with Stripe's idempotency semantics (the answer stored with the key and
+/// replayed byte for byte), the ledger, a recipient's support, and the ledger check. The coin rules are the core's
+/// (`WalletRules`); each movement and its key commit together.
+public struct Wallets: Sendable {
+    let store: KakinStore
+    let spendOrder: SpendOrder
+    let metrics: Metrics
+    let logger: Logger
+
+    public func balance(_ customerId: String) async throws(KakinError) -> WalletBalance {
+        try await store.wallet(customerId)
+    }
+
+    /// Spends coins: 201 with the split, or 409 `insufficient_balance` with nothing spent (both stored under the key).
+    /// - Parameter requestId: named in a stored 409's error body (the first request's, replayed).
+    public func spend(_ s: SpendRequest, requestId: String) async throws(KakinError) -> IdempotentAnswer {
+        let order = spendOrder
+        let answer = try await store.transaction { r in
+            try r.idempotently(customerId: s.customerId, scope: "spend", key: s.idempotencyKey, request: s.canonicalRequest) {
+                let balance = try r.wallet(s.customerId)
+                guard let split = WalletRules.split(amount: s.amount, of: balance, order: order) else {
+                    let error = KakinError(.insufficientBalance, "Not enough coins: \(balance.total) available, \(s.amount) needed; nothing was spent.")
+                    return IdempotentEffect(status: 409, body: error.body(requestId: requestId).serialized()) {}
+                }
+                let after = WalletBalance(paid: balance.paid - split.paid, free: balance.free - split.free)
+                let spendId = r.newID(prefix: "sp_")
+                let json: JSONValue = ["spendId": .string(spendId), "amount": .int(s.amount), "paidUsed": .int(split.paid),
+                                       "freeUsed": .int(split.free), "wallet": after.json]
+                return IdempotentEffect(status: 201, body: json.serialized()) {
+                    let moved = try r.moveCoins(LedgerMovement(
+                        entryId: r.newEntryId(), customerId: s.customerId, atMs: r.nowMs, kind: .spend, paid: -split.paid, free: -split.free,
+                        reference: spendId, effectKey: nil, item: s.item, recipient: s.recipient))
+                    precondition(moved == after, "the answered balance is the balance the spend left")
+                }
+            }
+        }
+        if answer.status == 201, !answer.replayed { metrics.increment(.spends) }
+        return answer
+    }
+
+    /// Grants free coins: 201 `{grantId, amount, reason, wallet}`, replayed for the same key.
+    public func grant(_ g: GrantRequest) async throws(KakinError) -> IdempotentAnswer {
+        let answer = try await store.transaction { r in
+            try r.idempotently(customerId: g.customerId, scope: "grant", key: g.idempotencyKey, request: g.canonicalRequest) {
+                if g.deskActor != nil, try r.customer(g.customerId) == nil { throw KakinError(.customerNotFound) }
+                let balance = try r.wallet(g.customerId)
+                let after = WalletBalance(paid: balance.paid, free: balance.free + g.amount)
+                let entryId = r.newEntryId()
+                let json: JSONValue = ["grantId": .string(entryId), "amount": .int(g.amount), "reason": .string(g.reason), "wallet": after.json]
+                return IdempotentEffect(status: 201, body: json.serialized()) {
+                    let moved = try r.moveCoinsCreatingCustomer(LedgerMovement(
+                        entryId: entryId, customerId: g.customerId, atMs: r.nowMs, kind: .grant, paid: 0, free: g.amount,
+                        reference: g.idempotencyKey, effectKey: nil, item: g.reason))
+                    precondition(moved == after, "the answered balance is the balance the grant left")
+                    if let actor = g.deskActor {
+                        try r.recordTimeline(customerId: g.customerId, kind: "admin.grant", reference: entryId,
+                                             detail: ["by": .string(actor), "amount": .int(g.amount), "reason": .string(g.reason)])
+                    }
+                }
+            }
+        }
+        if !answer.replayed { metrics.increment(.grants) }
+        return answer
+    }
+
+    /// Newest first; `cursor` continues after the previous page.
+    public func ledger(customerId: String, limit: Int, cursor: String?) async throws(KakinError) -> LedgerPage {
+        try await store.ledger(customerId: customerId, limit: limit, cursor: cursor)
+    }
+
+    public func recipientSupport(_ recipient: String, top: Int) async throws(KakinError) -> RecipientSupport {
+        try await store.recipientSupport(recipient, top: top)
+    }
+
+    /// Proves every balance equals the sum of its entries; a failure is logged as an error.
+    public func checkLedger() async throws(KakinError) -> LedgerCheckReport {
+        let report = try await store.checkLedger()
+        if !report.ok { logger.error("ledger check failed", ["ledger.problems": .int(Int64(report.problems.count))]) }
+        return report
+    }
+}

@@ -1,0 +1,182 @@
+import KakinCore
+
+/// A transaction applied to a customer: the 201/409 fact (`applied_transactions`, unique by transaction id).
+public struct AppliedPurchase: Sendable, Hashable {
+    public var transactionId: String
+    public var customerId: String
+    /// The contract's `grant` as it was answered the first time.
+    public var grant: JSONValue
+    public var appliedAtMs: Int64
+
+    public init(transactionId: String, customerId: String, grant: JSONValue, appliedAtMs: Int64) {
+        self.transactionId = transactionId
+        self.customerId = customerId
+        self.grant = grant
+        self.appliedAtMs = appliedAtMs
+    }
+}
+
+/// A credited consumable as its ledger tells it: who got the coins, what the purchase and its refunds moved.
+public struct PurchaseLedger: Sendable, Hashable {
+    public var customerId: String
+    public var ledger: RefundReconciliation.Ledger
+    public var priceMilli: Int64?
+    public var currency: String?
+}
+
+extension Records {
+    // MARK: Signed copies
+
+    /// Keeps the newest signed copy of the transaction (by `signedDate`; equal dates by the JWS text), with the
+    /// decoded fields a status read needs beside it, and keeps its customer's status inputs current. Returns
+    /// whether this copy is now the stored one.
+    @discardableResult
+    public func storeTransaction(_ tx: TransactionPayload, jws: String) throws -> Bool {
+        let previous = tx.type == .consumable ? nil : try KakinStore.storedTransactionRow(db, tx.transactionId)
+        let stored = try db.execute("""
+            INSERT INTO transactions (transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment,
+                purchase_date_ms, expires_date_ms, revocation_date_ms, signed_date_ms, app_account_token, jws, status_json, customer_id,
+                first_seen_ms, updated_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+                    (SELECT customer_id FROM original_links WHERE original_transaction_id = ?), ?, ?)
+            ON CONFLICT (transaction_id) DO UPDATE SET
+                purchase_date_ms = excluded.purchase_date_ms, expires_date_ms = excluded.expires_date_ms,
+                revocation_date_ms = excluded.revocation_date_ms, signed_date_ms = excluded.signed_date_ms,
+                app_account_token = excluded.app_account_token, jws = excluded.jws, status_json = excluded.status_json,
+                updated_ms = excluded.updated_ms
+            WHERE excluded.signed_date_ms > transactions.signed_date_ms
+               OR (excluded.signed_date_ms = transactions.signed_date_ms AND excluded.jws > transactions.jws)
+            """, [.text(tx.transactionId), .text(tx.originalTransactionId), .text(tx.bundleId), .text(tx.productId),
+                  .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
+                  SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
+                  .text(StoredStatusFields.json(of: tx)), .text(tx.originalTransactionId), .integer(nowMs), .integer(nowMs)])
+        if stored > 0 { try KakinStore.statusInputsAfterStoring(db, tx, previous: previous) }
+        return stored > 0
+    }
+
+    /// Keeps the newest renewal info of each subscription (same tie-break as transactions, so arrival order never
+    /// matters). Returns whether this copy is now the stored one.
+    @discardableResult
+    public func storeRenewalInfo(_ info: RenewalInfoPayload, jws: String) throws -> Bool {
+        try db.execute("""
+            INSERT INTO renewal_infos (original_transaction_id, signed_date_ms, environment, jws, status_json, updated_ms)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET signed_date_ms = excluded.signed_date_ms,
+                environment = excluded.environment, jws = excluded.jws, status_json = excluded.status_json, updated_ms = excluded.updated_ms
+            WHERE excluded.signed_date_ms > renewal_infos.signed_date_ms
+               OR (excluded.signed_date_ms = renewal_infos.signed_date_ms AND excluded.jws > renewal_infos.jws)
+            """, [.text(info.originalTransactionId), .integer(info.signedDate), .text(info.environment.rawValue), .text(jws),
+                  .text(StoredStatusFields.json(of: info)), .integer(nowMs)]) > 0
+    }
+
+    /// The stored (newest) copy of a transaction, decoded from its status fields; nil if never stored.
+    public func storedTransaction(_ transactionId: String) throws -> TransactionPayload? {
+        try db.queryOne("SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE transaction_id = ?", [.text(transactionId)])?
+            .string("payload").flatMap(StoredStatusFields.transaction)
+    }
+
+    /// The revocation date of the stored (newest) copy of a transaction, if that copy is revoked.
+    public func storedRevocationDate(_ transactionId: String) throws -> Int64? {
+        try db.queryOne("SELECT revocation_date_ms FROM transactions WHERE transaction_id = ?", [.text(transactionId)])?
+            .int("revocation_date_ms")
+    }
+
+    // MARK: Ownership
+
+    /// The customer a purchase chain is linked to, if any.
+    public func linkOwner(originalTransactionId: String) throws -> String? {
+        try db.queryOne("SELECT customer_id FROM original_links WHERE original_transaction_id = ?",
+                        [.text(originalTransactionId)])?.string("customer_id")
+    }
+
+    /// Carries out an ownership decision for the chain of `tx`: links it (or moves it, recording the transfer in
+    /// both timelines) and moves its stored transactions with it. `refuse` and `unclaimed` store nothing here.
+    /// Returns whether the chain's link changed (new, or moved).
+    @discardableResult
+    public func apply(_ decision: Ownership.Decision, for tx: TransactionPayload) throws -> Bool {
+        let customerId: String
+        switch decision {
+        case .refuse, .unclaimed:
+            return false
+        case .link(let c):
+            customerId = c
+        case .transfer(let from, let to):
+            precondition(from != to, "a transfer moves a chain between two customers")
+            customerId = to
+            let detail: JSONValue = ["originalTransactionId": .string(tx.originalTransactionId), "from": .string(from), "to": .string(to)]
+            try recordTimeline(customerId: from, kind: "ownership.transferredOut", reference: tx.originalTransactionId, detail: detail)
+            try recordTimeline(customerId: to, kind: "ownership.transferredIn", reference: tx.originalTransactionId, detail: detail)
+        }
+        let linked = try linkOwner(originalTransactionId: tx.originalTransactionId)
+        let changed = try db.execute("""
+            INSERT INTO original_links (original_transaction_id, customer_id, linked_at_ms) VALUES (?, ?, ?)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, linked_at_ms = excluded.linked_at_ms
+            WHERE original_links.customer_id <> excluded.customer_id
+            """, [.text(tx.originalTransactionId), .text(customerId), .integer(nowMs)])
+        let moved = try db.execute("""
+            UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ? AND (customer_id IS NULL OR customer_id <> ?)
+            """, [.text(customerId), .text(tx.originalTransactionId), .text(customerId)])
+        if moved > 0 {
+            try KakinStore.statusInputsAfterLinking(db, originalTransactionId: tx.originalTransactionId, to: customerId, from: linked)
+        }
+        return changed > 0
+    }
+
+    /// Schedules Set App Account Token for a purchase made outside the app (it carries no token) now linked to
+    /// `customer` (see `KakinStore+AppAccountTokens.swift`).
+    public func scheduleAppAccountToken(for tx: TransactionPayload, customer: KakinStore.Customer) throws {
+        try KakinStore.scheduleAppAccountToken(db, tx, customer: customer, nowMs: nowMs)
+    }
+
+    // MARK: The 201/409 fact
+
+    public func appliedPurchase(_ transactionId: String) throws -> AppliedPurchase? {
+        guard let row = try db.queryOne(
+            "SELECT customer_id, applied_at_ms, grant_json FROM applied_transactions WHERE transaction_id = ?",
+            [.text(transactionId)]) else { return nil }
+        let grant = (try? JSONParser.parse(row.string("grant_json") ?? "null")) ?? .null
+        return AppliedPurchase(transactionId: transactionId, customerId: row.string("customer_id") ?? "", grant: grant,
+                               appliedAtMs: row.int("applied_at_ms") ?? 0)
+    }
+
+    /// Claims the transaction id for `applied` (the unique key that makes a purchase apply once). False: it was
+    /// claimed before (by any path, process or thread), and nothing was written.
+    public func claimPurchase(_ applied: AppliedPurchase, via: String, purchaseProcessId: String?) throws -> Bool {
+        try db.execute("""
+            INSERT INTO applied_transactions (transaction_id, customer_id, applied_at_ms, via, purchase_process_id, grant_json)
+            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (transaction_id) DO NOTHING
+            """, [.text(applied.transactionId), .text(applied.customerId), .integer(applied.appliedAtMs), .text(via),
+                  SQLValue(purchaseProcessId), .text(applied.grant.jsonString)]) > 0
+    }
+
+    // MARK: Coins of a purchase
+
+    /// The coins a consumable credited and its refunds and reversals so far; nil if it credited nothing.
+    public func purchaseLedger(_ transactionId: String) throws -> PurchaseLedger? {
+        guard let purchase = try db.queryOne(
+                "SELECT customer_id, paid_delta, free_delta, price_milli, currency FROM ledger_entries WHERE effect_key = ?",
+                [.text("purchase:\(transactionId)")]),
+              let customerId = purchase.string("customer_id") else { return nil }
+        // `kind IN (…)` repeats the partial index's condition so SQLite uses it.
+        let counts = try db.queryOne("""
+            SELECT SUM(CASE WHEN kind = 'refund' THEN 1 ELSE 0 END) AS refunds,
+                   SUM(CASE WHEN kind = 'refundReversed' THEN 1 ELSE 0 END) AS reversals
+            FROM ledger_entries WHERE reference = ? AND customer_id = ? AND kind IN ('purchase', 'refund', 'refundReversed')
+            """, [.text(transactionId), .text(customerId)])
+        let refunds = Int(counts?.int("refunds") ?? 0)
+        let reversals = Int(counts?.int("reversals") ?? 0)
+        var lastRefund: WalletBalance?
+        if refunds > 0, let last = try db.queryOne("""
+                SELECT paid_delta, free_delta FROM ledger_entries
+                WHERE reference = ? AND customer_id = ? AND kind IN ('purchase', 'refund', 'refundReversed') AND kind = 'refund'
+                ORDER BY seq DESC LIMIT 1
+                """, [.text(transactionId), .text(customerId)]) {
+            lastRefund = WalletBalance(paid: last.int("paid_delta") ?? 0, free: last.int("free_delta") ?? 0)
+        }
+        return PurchaseLedger(
+            customerId: customerId,
+            ledger: RefundReconciliation.Ledger(creditedPaid: purchase.int("paid_delta") ?? 0, creditedFree: purchase.int("free_delta") ?? 0,
+                                                refunds: refunds, reversals: reversals, lastRefund: lastRefund),
+            priceMilli: purchase.int("price_milli"), currency: purchase.string("currency"))
+    }
+}

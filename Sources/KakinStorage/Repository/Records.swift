@@ -1,0 +1,79 @@
+import KakinCore
+
+/// The typed records and queries of one database transaction: what a use case reads and writes inside one
+/// `KakinStore.transaction` (or reads inside one `KakinStore.snapshot`). Use cases decide (with the core's pure
+/// plans) and `Records` stores; no SQL leaves this target.
+///
+/// Only valid inside the body it was handed to (like the `SQLConnection` it wraps). A write body may run more than
+/// once on PostgreSQL (a serialization failure re-runs the whole transaction), so it must decide only from what it
+/// reads here and must not act outside the database.
+public struct Records {
+    let db: SQLConnection
+    /// The write's time (drawn once, before the body runs).
+    public let nowMs: Int64
+    let ids: any IDGenerator
+
+    init(db: SQLConnection, nowMs: Int64, ids: any IDGenerator) {
+        self.db = db
+        self.nowMs = nowMs
+        self.ids = ids
+    }
+
+    // MARK: Customers
+
+    public func customer(_ customerId: String) throws -> KakinStore.Customer? {
+        try KakinStore.loadCustomer(db, customerId)
+    }
+
+    /// The customer, created with a fresh `appAccountToken` (and an empty wallet) on first sight.
+    @discardableResult
+    public func ensureCustomer(_ customerId: String) throws -> KakinStore.Customer {
+        try KakinStore.ensureCustomer(db, customerId, newToken: ids.uuid, nowMs: nowMs)
+    }
+
+    /// The customer whose `appAccountToken` this is, if any.
+    public func customerOwning(appAccountToken token: String) throws -> String? {
+        try KakinStore.customerOwningToken(db, token)
+    }
+
+    // MARK: Wallet
+
+    public func wallet(_ customerId: String) throws -> WalletBalance {
+        try KakinStore.walletBalance(db, customerId)
+    }
+
+    /// Writes a ledger entry and moves the balance with it; returns the balance after.
+    @discardableResult
+    public func moveCoins(_ movement: LedgerMovement) throws -> WalletBalance {
+        try KakinStore.moveCoins(db, movement)
+    }
+
+    /// A new ledger entry id (drawn inside the body: a re-run draws another, and only the committed run's is kept).
+    public func newEntryId() -> String { ids.id(prefix: "le_") }
+
+    /// A new opaque id with a prefix (`sp_` for spends), drawn like `newEntryId`.
+    public func newID(prefix: String) -> String { ids.id(prefix: prefix) }
+
+    // MARK: Timeline
+
+    /// An entry in the customer's support timeline (`GET /v1/admin/customers/{id}/events`).
+    public func recordTimeline(customerId: String?, kind: String, reference: String?, detail: JSONValue) throws {
+        try KakinStore.recordEvent(db, customerId: customerId, atMs: nowMs, kind: kind, reference: reference, detail: detail)
+    }
+}
+
+extension KakinStore {
+    /// Runs `body` in one durable write (group-committed, on PostgreSQL SERIALIZABLE and re-run whole on a conflict).
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (Records) throws -> T) async throws(KakinError) -> T {
+        let now = clock.nowMs()
+        let ids = ids
+        return try await write { db in try body(Records(db: db, nowMs: now, ids: ids)) }
+    }
+
+    /// Runs `body` on one read snapshot.
+    public func snapshot<T: Sendable>(_ body: @escaping @Sendable (Records) throws -> T) async throws(KakinError) -> T {
+        let now = clock.nowMs()
+        let ids = ids
+        return try await read { db in try body(Records(db: db, nowMs: now, ids: ids)) }
+    }
+}
