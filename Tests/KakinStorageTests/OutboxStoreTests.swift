@@ -32,9 +32,16 @@ func withDatabases(_ backend: Backend, count: Int, _ body: ([any SQLDatabase]) a
     case .postgresql:
         try await OutboxTestGate.shared.run {
             try await TestPostgres.withSchema { schema in
-                try await run { try PostgresDatabase(url: schema.url, options: .init(writerConnections: 2, readerConnections: 1)) }
+                try await run { try PostgresDatabase(url: schema.url, options: .init(writerConnections: 1, readerConnections: 1)) }
             }
         }
+    }
+}
+
+/// A migrated store on a fresh database of `backend`, on the lean, gated PostgreSQL connections of `withDatabases`.
+func withOutboxStore(_ backend: Backend, _ body: (KakinStore) async throws -> Void) async throws {
+    try await withDatabases(backend, count: 1) { databases in
+        try await body(KakinStore(database: databases[0], ids: CountingIDs(), clock: TestClock()))
     }
 }
 
@@ -70,7 +77,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
 
 @Suite struct OutboxAppends {
     @Test(arguments: Backend.available) func sequencesCountFromOneWithoutGapsAndTheVersionFollows(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             #expect(try await store.eventVersion(customerId: "u1") == 0)
             let first = try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited"]) }
             let next = try await store.database.write { db in try appendRaw(db, "u1", ["subscription.started", "entitlement.granted"]) }
@@ -87,7 +94,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
 
     @Test(arguments: Backend.available) func aRolledBackChangeTakesItsSequenceNumbersWithIt(_ backend: Backend) async throws {
         struct Refused: Error {}
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             _ = try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited"]) }
             await #expect(throws: Refused.self) {
                 try await store.database.write { db -> Void in
@@ -135,7 +142,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
 
 @Suite struct EventFeedReads {
     @Test(arguments: Backend.available) func theFeedPagesInCommitOrderAndACursorResumesExactly(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             var written: [String] = []
             for i in 0..<7 {
                 let rows = try await store.database.write { db in try appendRaw(db, "u\(i % 3)", i % 2 == 0 ? ["coins.credited"] : ["subscription.renewed", "coins.granted"]) }
@@ -162,7 +169,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
     }
 
     @Test(arguments: Backend.available) func aTypeFilterReturnsOnlyThoseTypesAndItsCursorMovesPastTheRest(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             for i in 0..<10 { try await store.database.write { db in try appendRaw(db, "u1", [i == 2 || i == 7 ? "coins.spent" : "coins.credited"]) } }
             try await settle(store.database)
             let first = try await store.eventFeed(after: .start, limit: 1, types: ["coins.spent"])
@@ -237,7 +244,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
     func delivered(_ status: Int = 200) -> WebhookAttemptResult { WebhookAttemptResult(state: .delivered, status: status, answer: "ok") }
 
     @Test(arguments: Backend.available) func anEndpointDeliversWhatCommittedAfterItsRegistrationInSequenceOrderPerCustomer(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited"]) }
             try await setUp(store)
             try await store.database.write { db in try appendRaw(db, "u1", ["coins.spent", "coins.credited"]) }
@@ -264,7 +271,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
     }
 
     @Test(arguments: Backend.available) func aFailedDeliveryHoldsItsCustomersNextEventsUntilItsRetryButNotOtherCustomers(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             try await setUp(store)
             try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited", "coins.spent"]) }
             try await store.database.write { db in try appendRaw(db, "u2", ["coins.credited"]) }
@@ -291,7 +298,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
     }
 
     @Test(arguments: Backend.available) func aLapsedLeaseLetsAnotherWorkerSendAgainAndTheLateResultChangesNothing(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             try await setUp(store)
             try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited", "coins.spent"]) }
             try await settle(store.database)
@@ -311,7 +318,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
     }
 
     @Test(arguments: Backend.available) func replayPutsDeliveredAndDeadEventsBackWithAFreshBudgetAndFillsInMissingOnes(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             let before = try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited"], atMs: Self.t0 - 10) }
             try await setUp(store)
             let rows = try await store.database.write { db in try appendRaw(db, "u1", ["coins.spent", "coins.credited"]) }
@@ -346,7 +353,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
     }
 
     @Test(arguments: Backend.available) func retentionKeepsWhatIsUndeliveredAndWhatIsNotFannedOut(_ backend: Backend) async throws {
-        try await withStore(backend) { store async throws in
+        try await withOutboxStore(backend) { store async throws in
             try await setUp(store, endpoints: ["a", "b"])
             let old = try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited", "coins.spent"], atMs: Self.t0) }
             let route = WebhookRoute(endpointId: "a", types: Self.all)
@@ -432,10 +439,10 @@ final class SendLog: Sendable {
     let state = Mutex(Log())
 }
 
-/// Lets two of these PostgreSQL tests hold connections at a time (three per database instance), so the suite's
-/// parallel tests stay well under the test cluster's connection limit.
+/// Lets one of these PostgreSQL tests at a time hold connections (two per database instance: a writer and a reader),
+/// so the whole suite's parallel tests stay under the test cluster's connection limit (400; the rest peak near 320).
 final class OutboxTestGate: Sendable {
-    static let shared = OutboxTestGate(slots: 2)
+    static let shared = OutboxTestGate(slots: 1)
     private struct State {
         var free: Int
         var waiting: [CheckedContinuation<Void, Never>] = []
