@@ -51,18 +51,21 @@ import Testing
     }
 
     @Test func theFailRateIsTheSameForTheSameSeedWhateverTheOrder() async {
-        let ids = (0..<400).map { "evt_\($0)" }
+        let ids = (0..<120).map { "evt_\($0)" }
         func statuses(_ order: [String], seed: UInt64) async -> [String: Int] {
             let (listener, _) = listener(failRate: 0.3, seed: seed)
             var out: [String: Int] = [:]
-            for id in order { out[id] = await listener.handle(request(id)).status }
+            for id in order {
+                out[id] = await listener.handle(request(id)).status
+                await Task.yield()  // handle never suspends: leave the cooperative pool to others between requests
+            }
             return out
         }
         let first = await statuses(ids, seed: 7)
         #expect(await statuses(ids.reversed(), seed: 7) == first)
         #expect(await statuses(ids, seed: 8) != first)
         let failed = first.values.filter { $0 == 500 }.count
-        #expect((80...160).contains(failed), "\(failed) of 400 failed at 0.3")
+        #expect((18...54).contains(failed), "\(failed) of 120 failed at 0.3")
         // A failed attempt is not printed; the next attempt of the same event is decided afresh.
         let (failing, lines) = listener(failRate: 1)
         #expect(await failing.handle(request("evt_x")).status == 500)
