@@ -61,8 +61,9 @@ extension AppStoreServerAPIClient {
     }
 
     static let userAgent = "Kakin-AppStoreClient/1"
-    /// Apple's error bodies are a few dozen bytes; bigger non-2xx bodies are not parsed.
-    static let errorBodyBytesMax = 16 * 1024
+    /// Apple's error bodies are a few dozen bytes (a refused external purchase report lists one error per bad
+    /// field, ~150 bytes each); bigger non-2xx bodies are not parsed.
+    static let errorBodyBytesMax = 64 * 1024
     static let errorMessageCharactersMax = 300
     static let responseDepthMax = 16
 
@@ -214,6 +215,7 @@ extension AppStoreServerAPIClient {
             {
                 if case .int(let code)? = fields["errorCode"], let code = Int(exactly: code) { error.errorCode = code }
                 error.errorMessage = fields["errorMessage"]?.stringValue.map { String($0.prefix(Self.errorMessageCharactersMax)) }
+                error.reportErrors = Self.reportErrors(fields["errors"])
             }
             if response.status == 429 { error.retryAfterMs = response.headers["retry-after"].flatMap(Self.retryAfterMs) }
             return .failure(error)

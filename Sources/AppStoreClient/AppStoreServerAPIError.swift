@@ -37,6 +37,9 @@ public struct AppStoreServerAPIError: Error, Sendable, Equatable, CustomStringCo
     public var attempts: Int
     /// Transport or decoding detail, short and free of secrets.
     public var detail: String?
+    /// External Purchase Server API only: the `errors` of a 400 `SendReportErrorResponse` (line-item and report
+    /// errors). Apple received nothing of the report; fix them and resend with the same `requestIdentifier`.
+    public var reportErrors: [ExternalPurchaseReportError] = []
 
     public init(
         kind: Kind, request: String, environment: AppStoreEnvironment? = nil, httpStatus: Int? = nil,
@@ -53,6 +56,9 @@ public struct AppStoreServerAPIError: Error, Sendable, Equatable, CustomStringCo
         self.attempts = attempts
         self.detail = detail
     }
+
+    /// Apple refused an external purchase report for what it says (400 with errors), as opposed to an outage.
+    public var isReportRejection: Bool { httpStatus == 400 && !reportErrors.isEmpty }
 
     /// Worth trying again later: 429, 5xx, Apple's `…Retryable` codes, timeouts and connection failures.
     /// After a 429 wait until `retryAfterMs`.
@@ -83,6 +89,7 @@ public struct AppStoreServerAPIError: Error, Sendable, Equatable, CustomStringCo
         }
         if let errorCode { text += ", errorCode \(errorCode)" }
         if let errorMessage { text += " (\(errorMessage))" }
+        if !reportErrors.isEmpty { text += ", \(reportErrors.count) report error(s), first: \(reportErrors[0])" }
         if let detail { text += ": \(detail)" }
         if let retryAfterMs { text += ", retry after \(Timestamp.rfc3339(retryAfterMs))" }
         if attempts > 1 { text += ", after \(attempts) attempts" }

@@ -3,7 +3,8 @@ import KakinCore
 
 /// One HTTP entry point for the whole simulator:
 /// - `/simulator/v1/…`: the control API (the contract's simulator section, plus documented extensions);
-/// - `/inApps/…` and `/simulator/inApps/…`: the App Store Server API at Apple's paths, bearer JWT required.
+/// - `/inApps/…` and `/simulator/inApps/…`: the App Store Server API at Apple's paths, bearer JWT required;
+///   `/externalPurchase/…` (and under `/simulator/`): the External Purchase Server API, the same way.
 /// Local mode mounts it under `/simulator/`; `kakin simulator serve` serves it at the root, where both
 /// Server API spellings work so a client's base URL is the same in either mode.
 extension AppStoreSimulator {
@@ -13,6 +14,13 @@ extension AppStoreSimulator {
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         if segments.count >= 3, segments[0] == "simulator", segments[1] == "v1", segments[2] == "accounts" {
             return await accounts(request, Array(segments.dropFirst(3)))
+        }
+        if segments.count >= 3, segments[0] == "simulator", segments[1] == "v1", segments[2] == "external-purchase-tokens" {
+            return await externalPurchaseTokens(request, Array(segments.dropFirst(3)))
+        }
+        if segments.first == "externalPurchase" { return await externalPurchaseAPI(request, Array(segments.dropFirst())) }
+        if segments.count >= 2, segments[0] == "simulator", segments[1] == "externalPurchase" {
+            return await externalPurchaseAPI(request, Array(segments.dropFirst(2)))
         }
         if segments.count >= 2, segments[0] == "simulator", segments[1] == "v1" {
             return await control(request, Array(segments.dropFirst(2)))

@@ -300,7 +300,9 @@ extension SimulatorState {
     }
 
     func nextEventMs() -> Int64? {
-        store.subscriptions.values.lazy.compactMap { nextEventMs($0) }.min()
+        let subscriptions = store.subscriptions.values.lazy.compactMap { nextEventMs($0) }.min()
+        guard let tokens = nextExternalPurchaseEventMs() else { return subscriptions }
+        return min(subscriptions ?? tokens, tokens)
     }
 
     /// Moves time forward to `target`, applying every renewal, billing failure, grace end and expiry at its
@@ -311,6 +313,7 @@ extension SimulatorState {
         var steps = 0
         while let t = nextEventMs(), t <= target, steps < 5_000_000 {
             store.nowMs = max(store.nowMs, t)
+            processExternalPurchaseDeadlines(atMs: t)
             for otid in store.subscriptions.keys.sorted() where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
                 processEvent(otid, at: t)
                 steps += 1

@@ -32,6 +32,8 @@ struct SimulatorStore: Codable, Sendable, Equatable {
     var offerNonces: [String: Int64]?
     /// "account\u{1F}offerId" pairs of redeemed win-back offers.
     var winBackRedeemed: Set<String>?
+    /// External purchase tokens and their reports (SimulatorState+ExternalPurchases; nil in older state files).
+    var externalPurchases: ExternalPurchaseStore?
 
     init(nowMs: Int64, ids: SimulatorIDs) {
         self.nowMs = nowMs

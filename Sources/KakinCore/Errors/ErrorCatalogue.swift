@@ -44,6 +44,26 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case untrustedReceipt
     case receiptWithoutPurchases
     case receiptForAnotherApp
+    // 3050…3099: purchases outside the App Store (generic source, Stripe, Apple's external purchase tokens and reports)
+    case externalPurchaseInvalid
+    case externalRefundInvalid
+    case externalPurchaseNotFound
+    case externalPurchaseAlreadyRefunded
+    case stripeSignatureMalformed
+    case stripeSignatureOutsideTolerance
+    case stripeSignatureMismatch
+    case stripeEventInvalid
+    case stripeMetadataMissing
+    case stripeNotConfigured
+    case externalPurchaseTokenInvalid
+    case externalPurchaseTokenWrongBundleID
+    case externalPurchaseTokenWrongAppAppleID
+    case externalPurchaseTokenWrongEnvironment
+    case externalPurchaseTokenExpired
+    case externalPurchaseTokenTypeNotAccepted
+    case externalPurchaseReportingNotConfigured
+    case externalPurchaseReportRejected
+    case externalPurchaseReportNotFound
     // 4xxx: wallet and ledger
     case insufficientBalance
     case idempotencyKeyRequired
@@ -72,6 +92,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case simulatorInvalidOfferIdentifier
     case simulatorMissingOfferParameters
     case simulatorInvalidEligibilitySignature
+    case simulatorNoExternalPurchaseToken
+    case simulatorUnknownExternalPurchaseToken
     // 7xxx: configuration and command line
     case invalidConfiguration
     // 8xxx: KakinKit, the app side: raised in the app (never an HTTP answer); KakinKit's `ClientError`
@@ -139,6 +161,25 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .untrustedReceipt: return "KKN-3011"
         case .receiptWithoutPurchases: return "KKN-3012"
         case .receiptForAnotherApp: return "KKN-3013"
+        case .externalPurchaseInvalid: return "KKN-3050"
+        case .externalRefundInvalid: return "KKN-3051"
+        case .externalPurchaseNotFound: return "KKN-3052"
+        case .externalPurchaseAlreadyRefunded: return "KKN-3053"
+        case .stripeSignatureMalformed: return "KKN-3055"
+        case .stripeSignatureOutsideTolerance: return "KKN-3056"
+        case .stripeSignatureMismatch: return "KKN-3057"
+        case .stripeEventInvalid: return "KKN-3058"
+        case .stripeMetadataMissing: return "KKN-3059"
+        case .stripeNotConfigured: return "KKN-3060"
+        case .externalPurchaseTokenInvalid: return "KKN-3070"
+        case .externalPurchaseTokenWrongBundleID: return "KKN-3071"
+        case .externalPurchaseTokenWrongAppAppleID: return "KKN-3072"
+        case .externalPurchaseTokenWrongEnvironment: return "KKN-3073"
+        case .externalPurchaseTokenExpired: return "KKN-3074"
+        case .externalPurchaseTokenTypeNotAccepted: return "KKN-3075"
+        case .externalPurchaseReportingNotConfigured: return "KKN-3080"
+        case .externalPurchaseReportRejected: return "KKN-3081"
+        case .externalPurchaseReportNotFound: return "KKN-3082"
         case .extensionNotAllowed: return "KKN-5050"
         case .extensionLimitReached: return "KKN-5051"
         case .invalidExtension: return "KKN-5052"
@@ -164,6 +205,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorInvalidOfferIdentifier: return "KKN-6013"
         case .simulatorMissingOfferParameters: return "KKN-6014"
         case .simulatorInvalidEligibilitySignature: return "KKN-6015"
+        case .simulatorNoExternalPurchaseToken: return "KKN-6030"
+        case .simulatorUnknownExternalPurchaseToken: return "KKN-6031"
         case .invalidConfiguration: return "KKN-7001"
         case .appNetworkUnavailable: return "KKN-8001"
         case .appInvalidServerResponse: return "KKN-8002"
@@ -227,6 +270,23 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .untrustedReceipt: return "untrusted_receipt"
         case .receiptWithoutPurchases: return "receipt_without_purchases"
         case .receiptForAnotherApp: return "wrong_bundle_id"
+        case .externalPurchaseInvalid: return "invalid_request"
+        case .externalRefundInvalid: return "invalid_amount"
+        case .externalPurchaseNotFound: return "not_found"
+        case .externalPurchaseAlreadyRefunded: return "already_refunded"
+        case .stripeSignatureMalformed, .stripeSignatureOutsideTolerance, .stripeSignatureMismatch: return "invalid_signature"
+        case .stripeEventInvalid: return "invalid_request"
+        case .stripeMetadataMissing: return "missing_metadata"
+        case .stripeNotConfigured: return "not_found"
+        case .externalPurchaseTokenInvalid: return "invalid_external_purchase_token"
+        case .externalPurchaseTokenWrongBundleID: return "wrong_bundle_id"
+        case .externalPurchaseTokenWrongAppAppleID: return "wrong_app_apple_id"
+        case .externalPurchaseTokenWrongEnvironment: return "wrong_environment"
+        case .externalPurchaseTokenExpired: return "token_expired"
+        case .externalPurchaseTokenTypeNotAccepted: return "invalid_token_type"
+        case .externalPurchaseReportingNotConfigured: return "external_purchase_reporting_not_configured"
+        case .externalPurchaseReportRejected: return "report_rejected"
+        case .externalPurchaseReportNotFound: return "not_found"
         case .extensionNotAllowed: return "extension_not_allowed"
         case .extensionLimitReached: return "extension_limit_reached"
         case .invalidExtension: return "invalid_request"
@@ -249,6 +309,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             return "invalid_offer_signature"
         case .simulatorInvalidOfferIdentifier: return "invalid_offer_identifier"
         case .simulatorMissingOfferParameters: return "missing_offer_parameters"
+        case .simulatorNoExternalPurchaseToken: return "token_unavailable"
+        case .simulatorUnknownExternalPurchaseToken: return "unknown_token"
         case .invalidConfiguration: return "invalid_configuration"
         case .appNetworkUnavailable: return "network_unavailable"
         case .appInvalidServerResponse: return "invalid_server_response"
@@ -302,6 +364,17 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             return 422
         case .simulatorUnknownSubscription, .simulatorUnknownTransaction: return 404
         case .invalidConfiguration: return 2
+        case .externalPurchaseInvalid, .externalRefundInvalid, .stripeSignatureMalformed, .stripeSignatureOutsideTolerance,
+            .stripeSignatureMismatch, .stripeEventInvalid, .externalPurchaseTokenInvalid:
+            return 400
+        case .externalPurchaseNotFound, .stripeNotConfigured, .externalPurchaseReportNotFound: return 404
+        case .externalPurchaseAlreadyRefunded: return 409
+        case .stripeMetadataMissing, .externalPurchaseTokenWrongBundleID, .externalPurchaseTokenWrongAppAppleID,
+            .externalPurchaseTokenWrongEnvironment, .externalPurchaseTokenExpired, .externalPurchaseTokenTypeNotAccepted,
+            .externalPurchaseReportRejected:
+            return 422
+        case .externalPurchaseReportingNotConfigured: return 501
+        case .simulatorNoExternalPurchaseToken, .simulatorUnknownExternalPurchaseToken: return 404
         // Never sent by the server: the app raises these itself.
         case .appNetworkUnavailable, .appInvalidServerResponse, .appStoreFailed, .appOffersNotSupported,
             .appPurchaseStillProcessing, .appProductUnavailable, .appDeviceStateUnreadable:
@@ -358,6 +431,25 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .untrustedReceipt: return "The app receipt's signature does not verify against a trusted root."
         case .receiptWithoutPurchases: return "The app receipt lists no in-app purchase to apply."
         case .receiptForAnotherApp: return "The app receipt belongs to another app (bundle ID)."
+        case .externalPurchaseInvalid: return "An external purchase needs provider, externalId, productId, price (whole minor units), currency (ISO 4217) and purchasedAt (RFC 3339); expiresAt, if given, after purchasedAt."
+        case .externalRefundInvalid: return "A refund amount must be a whole number of minor units from 1 to what remains unrefunded."
+        case .externalPurchaseNotFound: return "No external purchase has this provider and externalId."
+        case .externalPurchaseAlreadyRefunded: return "This external purchase was already refunded in full."
+        case .stripeSignatureMalformed: return "The Stripe-Signature header is missing or has no t= timestamp and v1= signature."
+        case .stripeSignatureOutsideTolerance: return "The Stripe-Signature timestamp is farther from now than the tolerance (a replay, or a clock far off)."
+        case .stripeSignatureMismatch: return "No v1 signature in Stripe-Signature matches the app's webhook secret."
+        case .stripeEventInvalid: return "The body is not a Stripe event of a shape Kakin reads (or a field it needs is missing)."
+        case .stripeMetadataMissing: return "The Stripe object lacks the customer or product metadata key named in the app's stripe config."
+        case .stripeNotConfigured: return "This app has no Stripe webhook configured."
+        case .externalPurchaseTokenInvalid: return "The external purchase token is not Base64URL-encoded JSON with appAppleId, bundleId, tokenCreationDate and externalPurchaseId."
+        case .externalPurchaseTokenWrongBundleID: return "The external purchase token belongs to another app (bundle ID)."
+        case .externalPurchaseTokenWrongAppAppleID: return "The external purchase token belongs to another app (app Apple ID)."
+        case .externalPurchaseTokenWrongEnvironment: return "The external purchase token comes from an environment this app does not accept (SANDBOX… tokens are Sandbox)."
+        case .externalPurchaseTokenExpired: return "The custom link token had expired when the purchase was made; name a token active at the time of the purchase."
+        case .externalPurchaseTokenTypeNotAccepted: return "The external purchase token's type is not one Kakin knows (ACQUISITION, SERVICES, IN_APP, LINK_OUT)."
+        case .externalPurchaseReportingNotConfigured: return "External purchase reporting is not configured for this app (externalPurchaseReporting and appStoreServerAPI)."
+        case .externalPurchaseReportRejected: return "Apple refused the external purchase report's line items; fix them and resend with the same requestIdentifier."
+        case .externalPurchaseReportNotFound: return "No external purchase report has this requestIdentifier."
         case .extensionNotAllowed: return "The App Store does not extend this subscription now (free offer period, billing retry or grace period, expired, revoked, or family-shared)."
         case .extensionLimitReached: return "This subscription was already extended twice in the last 365 days."
         case .invalidExtension: return "An extension needs days from 1 to 90 and a reason: undeclared, customerSatisfaction, other or serviceIssueOrOutage."
@@ -383,6 +475,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorInvalidOfferIdentifier: return "The product has no offer with this identifier (StoreKit: invalidOfferIdentifier)."
         case .simulatorMissingOfferParameters: return "A promotional offer needs a signature (StoreKit: missingOfferParameters)."
         case .simulatorInvalidEligibilitySignature: return "The introductory offer eligibility JWS does not verify for this purchase (StoreKit: invalidOfferSignature)."
+        case .simulatorNoExternalPurchaseToken: return "The App Store has no active external purchase token of this type for the account (StoreKit: token(for:) returns nil)."
+        case .simulatorUnknownExternalPurchaseToken: return "The simulator issued no external purchase token with this externalPurchaseId."
         case .invalidConfiguration: return "The configuration is invalid."
         case .appNetworkUnavailable: return "Kakin could not be reached; a paid purchase stays unfinished and is retried later."
         case .appInvalidServerResponse: return "Kakin's answer could not be read; a paid purchase stays unfinished and is retried later."

@@ -171,14 +171,15 @@ public struct Configuration: Sendable {
             }
         }
         c.appReceiptRootsDER = try parseAppReceipts(o, baseDirectory: baseDirectory)
+        try resolveExternal(&c, environment: environment)
         c.events = try parseEvents(o, environment: environment)
         return c
     }
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: ["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
-                                  "reportingTimeZone"])
+        try a.check(allowedKeys: Set(["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
+                                      "reportingTimeZone"]).union(externalAppKeys))
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -232,6 +233,7 @@ public struct Configuration: Sendable {
         var app = App(bundleId: bundleId, appAppleId: appAppleId, environments: envs, catalog: catalog, offerRules: rules,
                       reportingTimeZone: zone)
         app.consumptionInformation = try parseConsumptionInformation(a)
+        app.external = try parseExternal(a)
         return app
     }
 

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinExternal
 
 /// One app's settings (the config's `apps[]`), as every use case reads them.
 public struct AppSettings: Sendable {
@@ -15,6 +16,8 @@ public struct AppSettings: Sendable {
     public var consumptionInformation: ConsumptionInformationPolicy? = nil
     /// Addition (support desk): the IANA time zone whose end of day "as of" means in the unused-balance report.
     public var reportingTimeZone: String
+    /// `stripe` and `externalPurchaseReporting`.
+    public var external = ExternalPurchasesConfiguration()
 
     public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
                 offerRules: [String: OfferRule] = [:], reportingTimeZone: String = AppSettings.defaultReportingTimeZone) {
@@ -74,5 +77,53 @@ public struct OfferSigningSettings: Sendable {
         self.issuerId = issuerId
         self.keyId = keyId
         self.privateKeyPEM = privateKeyPEM
+    }
+}
+
+/// Per app: purchases outside the App Store (the contract's "Purchases outside the App Store").
+public struct ExternalPurchasesConfiguration: Sendable {
+    /// `apps[].stripe`: the Stripe webhook endpoint `POST /v1/webhooks/stripe/{bundleId}`; nil: not served.
+    public var stripe: StripeWebhookConfiguration?
+    /// `apps[].externalPurchaseReporting`: reporting external purchase tokens to Apple; nil or disabled: tokens
+    /// are recorded, nothing is sent.
+    public var reporting: ExternalPurchaseReportingConfiguration?
+    /// What `parseExternal` read of `stripe` before `resolveExternal` fetched the secret.
+    package var pendingStripe: PendingStripe?
+
+    public init(stripe: StripeWebhookConfiguration? = nil, reporting: ExternalPurchaseReportingConfiguration? = nil) {
+        self.stripe = stripe
+        self.reporting = reporting
+    }
+
+    package struct PendingStripe: Sendable {
+        package var path: String
+        package var secretEnv: String
+        package var customerKey: String
+        package var productKey: String
+        package var toleranceSeconds: Int64
+
+        package init(path: String, secretEnv: String, customerKey: String, productKey: String, toleranceSeconds: Int64) {
+            self.path = path
+            self.secretEnv = secretEnv
+            self.customerKey = customerKey
+            self.productKey = productKey
+            self.toleranceSeconds = toleranceSeconds
+        }
+    }
+}
+
+/// `apps[].externalPurchaseReporting`: `{"enabled": true, "taxCountry": "JPN", "taxRatePercent": 10,
+/// "acceptedTokenTypes"?: ["IN_APP", "LINK_OUT", …]}`. Reports are signed with `appStoreServerAPI`'s key. Apple's
+/// reports need the tax the prices include (the contract's `{"enabled"}` plus these two: Kakin cannot know it).
+public struct ExternalPurchaseReportingConfiguration: Sendable, Hashable {
+    public var enabled: Bool
+    public var tax: ExternalPurchaseTaxPolicy
+    /// nil: every token type (and tokens without one).
+    public var acceptedTokenTypes: Set<ExternalPurchaseTokenType>?
+
+    public init(enabled: Bool, tax: ExternalPurchaseTaxPolicy, acceptedTokenTypes: Set<ExternalPurchaseTokenType>? = nil) {
+        self.enabled = enabled
+        self.tax = tax
+        self.acceptedTokenTypes = acceptedTokenTypes
     }
 }

@@ -23,6 +23,9 @@ struct AppleLibraryInterop {
         let sink = ScriptedSink()
         let sim = try makeSimulator(sink: sink, graceDays: 3, environment: environment)
         func post(_ path: String, _ body: JSONValue) async -> Reply { await call(sim, "POST", path, body) }
+        // External purchase tokens nobody reports: EXTERNAL_PURCHASE_TOKEN/UNREPORTED when the clock passes their deadlines.
+        _ = await post("/simulator/v1/external-purchase-tokens", ["api": "externalPurchase", "appAccountToken": .string(tokenA)])
+        _ = await post("/simulator/v1/external-purchase-tokens", ["api": "customLink", "tokenType": "SERVICES", "appAccountToken": .string(tokenA)])
         let sub = await post("/simulator/v1/purchases", ["productId": "A", "appAccountToken": .string(tokenA)])
         let otid = sub.json["originalTransactionId"]!.stringValue!
         func act(_ body: JSONValue) async { _ = await post("/simulator/v1/subscriptions/\(otid)/actions", body) }
@@ -70,6 +73,7 @@ struct AppleLibraryInterop {
         }
         let kinds = Set(sim.core.withLock { $0.engine.store.notifications.map { $0.notificationType + "/" + ($0.subtype ?? "") } })
         #expect(kinds.count >= 20, "\(kinds.sorted())")
+        #expect(kinds.contains("EXTERNAL_PURCHASE_TOKEN/UNREPORTED"))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-interop-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -48,6 +48,12 @@ def main(directory):
             continue
         if n.rawNotificationType is None or n.notificationUUID is None or n.version != "2.0":
             failures.append(f"notifications: missing type, UUID or version in {n.rawNotificationType}")
+        if n.rawNotificationType == "EXTERNAL_PURCHASE_TOKEN":
+            t = n.externalPurchaseToken
+            if t is None or not t.externalPurchaseId or t.bundleId != cases["bundleId"] or t.appAppleId != cases["appAppleId"]:
+                failures.append("notifications: EXTERNAL_PURCHASE_TOKEN without its token's id, bundle ID or app Apple ID")
+            elif t.externalPurchaseId.startswith("SANDBOX") != (cases["environment"] == "Sandbox"):
+                failures.append("notifications: external purchase token of the wrong environment")
         if n.data is not None:
             if n.data.signedTransactionInfo:
                 check("transactions", n.data.signedTransactionInfo, verifier.verify_and_decode_signed_transaction)
