@@ -87,5 +87,5 @@ let package = Package(
 
 // libFuzzer targets (Fuzz/README.md): built only by `scripts/fuzz`, as libFuzzer supplies their `main`.
 if Context.environment["KAKIN_FUZZ"] == "1" {
-    package.targets.append(.executableTarget(name: "KakinFuzz", dependencies: ["KakinCore", "AppStoreSecurity", "KakinServer"], path: "Fuzz/KakinFuzz"))
+    package.targets.append(.executableTarget(name: "KakinFuzz", dependencies: ["KakinCore", "AppStoreSecurity", "KakinServer", "KakinService"], path: "Fuzz/KakinFuzz"))
 }

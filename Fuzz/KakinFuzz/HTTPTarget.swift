@@ -2,6 +2,7 @@ import AppStoreSecurity
 import Foundation
 import KakinCore
 import KakinServer
+import KakinService
 
 /// An HTTP request through the real edge (libmicrohttpd, limits, percent-decoding, the router, auth,
 /// every route's validation) of a Kakin running in this process on a loopback port, over SQLite in memory.

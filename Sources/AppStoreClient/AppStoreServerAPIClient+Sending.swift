@@ -8,14 +8,18 @@ struct APICall: Sendable {
     let path: String
     let query: [(String, String)]
     let body: JSONValue?
+    /// A body that is not JSON (Upload Image's PNG), with its content type.
+    let rawBody: (bytes: [UInt8], contentType: String)?
 
-    init(method: String, path segments: [String], query: [(String, String)] = [], body: JSONValue? = nil)
+    init(method: String, path segments: [String], query: [(String, String)] = [], body: JSONValue? = nil,
+         rawBody: (bytes: [UInt8], contentType: String)? = nil)
         throws(AppStoreServerAPIError)
     {
         self.method = method
         self.path = "/" + segments.map(percentEncoded).joined(separator: "/")
         self.query = query
         self.body = body
+        self.rawBody = rawBody
         if segments.contains(where: \.isEmpty) {
             throw AppStoreServerAPIError(kind: .invalidRequest, request: "\(method) \(path)", detail: "empty identifier")
         }
@@ -183,6 +187,9 @@ extension AppStoreServerAPIClient {
         if let json = call.body {
             body = json.serialized()
             headers.append(("Content-Type", "application/json"))
+        } else if let raw = call.rawBody {
+            body = raw.bytes
+            headers.append(("Content-Type", raw.contentType))
         }
         let request = AppStoreHTTPRequest(
             method: call.method, url: host.baseURL + call.pathAndQuery, headers: headers, body: body,

@@ -29,6 +29,9 @@ final class LocalMode: Sendable {
         func set(_ app: KakinApp) { reference.withLock { $0.app = app } }
     }
 
+    /// The message local mode's retention rule shows with its offer (a message uploaded with Upload Message).
+    static let demoRetentionMessageId = "6b6d5e2a-1c3f-4d7e-9a0b-2f4c6e8a0d1b"
+
     static func configuration() -> Configuration {
         var c = Configuration()
         // Offer rules to try: a win-back offer for lapsed subscribers (once), a discount for current ones; the
@@ -40,6 +43,13 @@ final class LocalMode: Sendable {
                                     ])]
         // The simulated customers "consented": local mode shows how refund requests are answered.
         c.apps[0].consumptionInformation = ConsumptionInformationPolicy(customerConsented: true)
+        // Apple's 2026 additions (the contract): a monthly subscriber cancelling is offered promo.3m.half, and a
+        // consumable the app never sent is finished by Kakin after 10 minutes.
+        c.apple2026[Catalog.demoBundleId] = Apple2026AppSettings(
+            retentionMessaging: RetentionMessagingConfig(rules: [
+                .init(productIds: ["premium.monthly"], messageId: LocalMode.demoRetentionMessageId, offerId: "promo.3m.half"),
+            ]),
+            serverFinish: ServerFinishPolicy(afterSeconds: 600))
         return c
     }
 

@@ -16,6 +16,9 @@ struct DeviceState: Codable, Equatable {
     /// Transactions this device received from its own purchases (id → `signedDate` ms), so the same signed
     /// copy is not delivered again when the updates reach it; dropped once the updates pass it.
     var delivered: [String: Int64] = [:]
+    /// How far the device has read the App Store's Finish Transaction calls (`accounts/{token}/finished`);
+    /// nil on a device that never read them (state files from before it count from 0).
+    var finishedCursor: Int64?
 
     static let unfinishedMax = 1_000
     static let deliveredMax = 1_000

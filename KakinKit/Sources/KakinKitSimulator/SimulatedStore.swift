@@ -14,6 +14,11 @@ import KakinKit
 ///   `GET /simulator/v1/accounts/{appAccountToken}/transactions?after=…`: every signed copy the device has not
 ///   seen becomes an unfinished transaction and an update.
 ///
+/// - a transaction the server finished (App Store Server API Finish Transaction) leaves the device's queue,
+///   as StoreKit's `Transaction.unfinished` follows the App Store: read from
+///   `GET /simulator/v1/accounts/{appAccountToken}/finished?after=…`, and never queued again when an update
+///   says `finished`.
+///
 /// A device that never read the updates starts at the App Store's present, like a new phone: it is not
 /// handed the account's finished history (restore asks Kakin for that).
 public actor SimulatedStore: Store {
@@ -185,6 +190,8 @@ public actor SimulatedStore: Store {
             var seq: Int64
             var transactionId: String
             var signedTransaction: String
+            /// Finished by the server (absent from simulators before Finish Transaction).
+            var finished: Bool?
         }
         var transactions: [Item]
         var hasMore: Bool
@@ -220,6 +227,11 @@ public actor SimulatedStore: Store {
             for item in page.transactions {
                 state.cursor = max(state.cursor ?? 0, item.seq)
                 guard let d = Self.decode(item.signedTransaction) else { continue }
+                if item.finished == true {
+                    state.unfinished.removeAll { $0.id == d.transaction.id }
+                    state.delivered[d.transaction.id] = nil
+                    continue
+                }
                 if state.delivered[d.transaction.id] == d.signedDateMs {
                     state.delivered[d.transaction.id] = nil
                     continue
@@ -229,8 +241,34 @@ public actor SimulatedStore: Store {
             }
             if !page.hasMore { break }
         }
+        await dropFinishedByServer(account: account)
         try? file.save(state)
-        return fresh
+        let queued = Set(state.unfinished.map(\.id))
+        return fresh.filter { queued.contains($0.id) }
+    }
+
+    struct FinishedPage: Decodable {
+        struct Item: Decodable {
+            var seq: Int64
+            var transactionId: String
+        }
+        var finished: [Item]
+        var hasMore: Bool
+    }
+
+    /// Transactions the server finished leave the queue (best effort: a simulator without the endpoint, or
+    /// offline, leaves the queue as it is).
+    func dropFinishedByServer(account: String) async {
+        for _ in 0..<Self.pagesMax {
+            let after = state.finishedCursor ?? 0
+            guard let (status, data) = try? await http("GET", "/simulator/v1/accounts/\(account)/finished?after=\(after)&limit=\(Self.pageLimit)"),
+                  status == 200, let page = try? JSONDecoder().decode(FinishedPage.self, from: data) else { return }
+            let ids = Set(page.finished.map(\.transactionId))
+            state.unfinished.removeAll { ids.contains($0.id) }
+            for id in ids { state.delivered[id] = nil }
+            state.finishedCursor = max(after, page.finished.map(\.seq).max() ?? after)
+            if !page.hasMore { break }
+        }
     }
 
     // MARK: HTTP and signed data

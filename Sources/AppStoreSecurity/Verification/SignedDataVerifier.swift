@@ -101,6 +101,14 @@ public final class SignedDataVerifier: Sendable {
         do { return try AppTransactionPayload(json: verified.payload) } catch { throw Self.incomplete("app transaction", error) }
     }
 
+    /// The signed request of the Retention Messaging API's Get Retention Message call (`RealtimeRequestBody`'s
+    /// `signedPayload`), by the same chain rules as every other signed payload; the app checks are Apple's for
+    /// it: App Apple ID (Production) and environment.
+    public func verifyRealtimeRequest(_ jws: String) throws(VerificationFailure) -> RealtimeRequestPayload {
+        let verified = try verify(jws, as: .realtimeRequest)
+        do { return try RealtimeRequestPayload(json: verified.payload) } catch { throw Self.incomplete("realtime request", error) }
+    }
+
     private static func incomplete(_ what: String, _ error: PayloadDecodingError) -> VerificationFailure {
         VerificationFailure(.invalidFormat, "\(what) payload: \(error.description)")
     }
@@ -309,6 +317,13 @@ struct PayloadFacts {
             environment = Self.environment(payload["environment"])
             checksBundleId = false
             checksAppAppleId = false
+        case .realtimeRequest:
+            // Apple's `verify_and_decode_realtime_request`: no bundle ID in the payload; the App Apple ID in
+            // Production, and the environment.
+            appAppleId = Self.appAppleId(payload["appAppleId"])
+            environment = Self.environment(payload["environment"])
+            checksBundleId = false
+            checksAppAppleId = true
         case .appTransaction:
             bundleId = payload["bundleId"]?.stringValue
             appAppleId = Self.appAppleId(payload["appAppleId"])

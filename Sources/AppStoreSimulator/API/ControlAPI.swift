@@ -94,6 +94,7 @@ extension AppStoreSimulator {
             return try registerKey(request)
         }
         if let response = try receiptAndConsumptionRoute(request, s) { return response }
+        if let response = try await apple2026ControlRoute(request, s) { return response }
         throw KakinError(.routeNotFound)
     }
 
@@ -104,11 +105,17 @@ extension AppStoreSimulator {
     /// is a signed eligibility JWS; `outsideApp` is a purchase or redemption in the App Store itself.
     func purchase(_ request: HTTPRequest) async throws(KakinError) -> HTTPResponse {
         let body = try Self.bodyObject(request, allowed: ["productId", "appAccountToken", "quantity", "offer", "familyShared",
-                                                          "introductoryOfferEligibility", "outsideApp"])
+                                                          "introductoryOfferEligibility", "outsideApp", "billingPlanType"])
         var req = PurchaseRequest(productId: try body.requiredString("productId"), appAccountToken: try body.optionalString("appAccountToken", max: 64),
                                   quantity: Int(try body.optionalInt("quantity", 1...10) ?? 1),
                                   familyShared: try body.optionalBool("familyShared") ?? false)
         req.outsideApp = try body.optionalBool("outsideApp") ?? false
+        if let plan = try body.optionalString("billingPlanType", max: 32) {
+            guard BillingPlanType.known.contains(BillingPlanType(rawValue: plan)) else {
+                throw KakinError(.invalidField, "billingPlanType must be BILLED_UPFRONT or MONTHLY.")
+            }
+            req.billingPlanType = BillingPlanType(rawValue: plan)
+        }
         if let o = body["offer"], !o.isNull {
             guard case .object(let fields) = o else { throw KakinError(.invalidField, "offer must be an object {\"type\", \"id\"?, …}.") }
             if let unknown = fields.keys.sorted().first(where: { !["type", "id", "signature", "jws"].contains($0) }) {
@@ -181,8 +188,13 @@ extension AppStoreSimulator {
 
     func subscriptionAction(_ request: HTTPRequest, otid: String) async throws(KakinError) -> HTTPResponse {
         let body = try Self.bodyObject(request, allowed: ["action", "productId", "offerId", "revocationReason", "revocationPercentage",
-                                                          "reason", "price", "consentRequired"])
+                                                          "reason", "price", "consentRequired", "userLocale", "declineRetentionOffer"])
         let action = try body.requiredString("action")
+        if action == "disableAutoRenew" {
+            // The cancel flow: the app's Get Retention Message endpoint is asked first when a realtime URL is set.
+            return Self.json(try await disableAutoRenewAskingRetention(otid: otid, userLocale: try body.optionalString("userLocale", max: 35),
+                                                                       declineOffer: try body.optionalBool("declineRetentionOffer") ?? false))
+        }
         let productId = try body.optionalString("productId")
         let offerId = try body.optionalString("offerId")
         let reason = Int(try body.optionalInt("revocationReason", 0...1) ?? 0)
@@ -338,6 +350,7 @@ extension SimulatorState {
             o["nextRenewalOffer"] = .object(p)
         }
         if sub.failNextRenewal { o["nextRenewalFails"] = true }
+        if let commitment = commitmentView(sub) { o["commitment"] = commitment }
         return .object(o)
     }
 

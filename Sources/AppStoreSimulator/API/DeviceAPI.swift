@@ -14,6 +14,7 @@ extension AppStoreSimulator {
     static let accountPageLimitMax = 500
 
     func accounts(_ request: HTTPRequest, _ s: [String]) async -> HTTPResponse {
+        if let response = await apple2026Account(request, s) { return response }
         guard s.count == 2, s[1] == "transactions" || s[1] == "app-transaction" else { return Self.failure(KakinError(.routeNotFound), request) }
         guard request.method == "GET" else { return Self.methodNotAllowed(request) }
         do {
@@ -49,8 +50,10 @@ extension AppStoreSimulator {
             let all = c.engine.store.transactionsByAccount[account, default: []].compactMap { c.engine.store.transactions[$0] }
             let newer = all.filter { $0.modifiedSeq > after }.sorted { $0.modifiedSeq < $1.modifiedSeq }
             let items = newer.prefix(limit).map { t -> JSONValue in
+                // `finished`: the server finished it (Finish Transaction): a device no longer queues it.
                 ["seq": .int(t.modifiedSeq), "transactionId": .string(t.transactionId),
-                 "originalTransactionId": .string(t.originalTransactionId), "productId": .string(t.productId), "signedTransaction": .string(t.jws)]
+                 "originalTransactionId": .string(t.originalTransactionId), "productId": .string(t.productId), "signedTransaction": .string(t.jws),
+                 "finished": .bool(t.finishedDate != nil)]
             }
             return ["transactions": .array(Array(items)), "hasMore": .bool(newer.count > limit),
                     "headSeq": .int(all.map(\.modifiedSeq).max() ?? 0), "nowMs": .int(c.engine.nowMs)]

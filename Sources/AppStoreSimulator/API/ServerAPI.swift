@@ -23,9 +23,12 @@ extension AppStoreSimulator {
         case notificationHistory, requestTest, testStatus(String), consumption(String), extend(String), massExtend
         case massExtendStatus(productId: String, requestIdentifier: String)
         case consumptionV1(String), setAppAccountToken(String), appTransaction(String)
+        /// Apple's 2026 additions (API/Apple2026API.swift).
+        case finish(String), retention(RetentionRoute)
     }
 
     static func serverRoute(_ method: String, _ s: [String]) -> ServerRoute? {
+        if let route = apple2026ServerRoute(method, s) { return route }
         let routes: [(String, String, ([String: String]) -> ServerRoute)] = [
             ("GET", "v1/transactions/:id", { .transactionInfo($0["id"]!) }),
             ("GET", "v2/history/:id", { .history($0["id"]!, version: 2) }),
@@ -114,6 +117,8 @@ extension AppStoreSimulator {
             return HTTPResponse(status: 200)
         case .appTransaction(let id):
             return Self.json(try read { (e) throws(AppStoreAPIError) in try e.appTransactionInfo(id) })
+        case .finish(let id): return try await serveFinish(id)
+        case .retention(let route): return try await serveRetention(route, request)
         }
     }
 }

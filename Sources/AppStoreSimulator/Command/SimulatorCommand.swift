@@ -28,6 +28,7 @@ public enum SimulatorCommand {
           --start TIME         simulated start time, RFC 3339 (default: now)
           --time-rate R        simulated seconds per real second (default 0: time moves only when told)
           --notify-timeout S   seconds one delivery attempt may take (default 5)
+          --realtime-url URL   the app's Get Retention Message endpoint, asked when a subscriber cancels (https, or http on loopback)
         """
 
     struct Options {
@@ -44,6 +45,7 @@ public enum SimulatorCommand {
         var startMs: Int64?
         var timeRate: Double = 0
         var notifyTimeout: Double = 5
+        var realtimeURL: String?
     }
 
     struct UsageError: Error {
@@ -122,6 +124,12 @@ public enum SimulatorCommand {
             case "--notify-timeout":
                 guard let v = Double(try value(flag)), v > 0, v <= 60 else { throw UsageError(message: "--notify-timeout must be over 0 and at most 60 seconds") }
                 o.notifyTimeout = v
+            case "--realtime-url":
+                let v = try value(flag)
+                guard SimulatorState.isAcceptableRealtimeURL(v) else {
+                    throw UsageError(message: "--realtime-url must be an https URL of at most 256 characters (http only on 127.0.0.1, localhost or [::1])")
+                }
+                o.realtimeURL = v
             default:
                 throw UsageError(message: "unknown flag \(flag); see kakin simulator serve --help")
             }
@@ -196,6 +204,9 @@ public enum SimulatorCommand {
             throw error
         } catch {
             throw StartError(message: "cannot start: \(error)", exitCode: 1)
+        }
+        if let url = o.realtimeURL {
+            do { try simulator.configureRealtimeURL(url) } catch { throw StartError(message: error.message, exitCode: 2) }
         }
         var http = HTTPServerConfiguration(host: o.host, port: o.port!)
         http.bodyBytesMax = 64 << 20

@@ -76,6 +76,14 @@ struct SimTransaction: Codable, Sendable, Equatable {
     /// Orders history by last modification, as Apple's `sort` does (re-signing bumps it).
     var modifiedSeq: Int64
     var jws: String
+    /// API 1.21: `billingPlanType` (products sold both ways) and the 12-month commitment's `commitmentInfo`.
+    var billingPlanType: String? = nil
+    var commitmentBillingPeriod: Int? = nil
+    var commitmentExpiresDate: Int64? = nil
+    var commitmentPrice: Int64? = nil
+    /// Finished through the App Store Server API's Finish Transaction (when, and in which order).
+    var finishedDate: Int64? = nil
+    var finishSeq: Int64? = nil
 
     var productKind: ProductKind { ProductKind(rawValue: kind) ?? .consumable }
     var isRevoked: Bool { revocationDate != nil }
@@ -115,6 +123,11 @@ struct SimTransaction: Codable, Sendable, Equatable {
             if let revocationPercentage { o["revocationPercentage"] = .int(Int64(revocationPercentage)) }
         }
         if isUpgraded { o["isUpgraded"] = .bool(true) }
+        if let billingPlanType { o["billingPlanType"] = .string(billingPlanType) }
+        if let commitmentExpiresDate {
+            o["commitmentInfo"] = TransactionCommitmentInfo(billingPeriodNumber: commitmentBillingPeriod, commitmentExpiresDate: commitmentExpiresDate,
+                                                            commitmentPrice: commitmentPrice, totalBillingPeriods: SimCommitment.totalBillingPeriods).json
+        }
         return .object(o)
     }
 }
@@ -178,6 +191,8 @@ struct SimSubscription: Codable, Sendable, Equatable {
     var productNotForSale: Bool
     /// Auto-renew status before a refund, restored if the refund is reversed.
     var autoRenewBeforeRevocation: Bool?
+    /// A 12-month commitment billed monthly (nil for every other plan).
+    var commitment: SimCommitment? = nil
     var renewalJWS: String
     var renewalSignedDate: Int64
 

@@ -98,5 +98,7 @@ extension SimulatorState {
     /// `finishTransaction`). The runtime signs the receipt.
     func receiptTransactions(account: String) -> [SimTransaction] {
         (store.transactionsByAccount[account] ?? []).compactMap { store.transactions[$0] }.filter { !$0.isFamilyShared }
+            // A consumable finished through Finish Transaction leaves the receipt, as finishTransaction() does.
+            .filter { !($0.productKind == .consumable && $0.finishedDate != nil) }
     }
 }

@@ -184,7 +184,7 @@ extension SimulatorState {
             errors.append(Self.reportError(code, field, lineItemId))
         }
         guard case .object(let o) = body else { return .refused([Self.reportError(4, "requestIdentifier")]) }
-        guard let rid = o["requestIdentifier"]?.stringValue, Self.isUUID(rid) else { return .refused([Self.reportError(4, "requestIdentifier")]) }
+        guard let rid = o["requestIdentifier"]?.stringValue, UUIDText.isValid(rid) else { return .refused([Self.reportError(4, "requestIdentifier")]) }
         if external.reports[rid] != nil { return .refused([Self.reportError(1, "requestIdentifier")]) }
         guard let epid = o["externalPurchaseId"]?.stringValue, !epid.isEmpty else { return .refused([Self.reportError(4, "externalPurchaseId")]) }
         guard let token = external.tokens[epid] else {
@@ -353,11 +353,6 @@ extension SimulatorState {
             37: "The DUPLICATE_TOKEN status is only for SERVICES and ACQUISITION tokens.",
         ]
         return ExternalPurchaseReportError(errorCode: code, errorMessage: messages[code] ?? "Invalid value.", fieldName: field, lineItemId: lineItemId)
-    }
-
-    static func isUUID(_ s: String) -> Bool {
-        let parts = s.lowercased().split(separator: "-", omittingEmptySubsequences: false)
-        return parts.map(\.count) == [8, 4, 4, 4, 12] && parts.allSatisfy { $0.allSatisfy(\.isHexDigit) }
     }
 
     /// The control API's view of a token.

@@ -17,6 +17,9 @@ struct PurchaseRequest: Sendable, Equatable {
     /// Bought or redeemed in the App Store rather than through the app's purchase call: StoreKit's purchase
     /// options never reach the App Store, so the transaction carries no `appAccountToken`.
     var outsideApp = false
+    /// StoreKit's `.billingPlanType` purchase option (iOS 26.4): `MONTHLY` for the monthly billing with a
+    /// 12-month commitment of a product that allows it; nil (or `BILLED_UPFRONT`) for the usual plan.
+    var billingPlanType: BillingPlanType? = nil
 }
 
 enum OfferChoice: Sendable, Equatable {
@@ -34,7 +37,7 @@ struct ActionOutcome: Sendable, Equatable {
         case purchased, resubscribed, upgraded, crossgraded, scheduled, offerPending, downgradeCancelled
         case autoRenewEnabled, autoRenewDisabled, billingFailureScheduled, billingFailureCleared, billingRecovered
         case refunded, revoked, refundReversed, refundRequested, refundDeclined
-        case priceIncreaseAnnounced, priceIncreaseAccepted, productRemovedFromSale
+        case priceIncreaseAnnounced, priceIncreaseAccepted, productRemovedFromSale, consentRescinded
     }
     var kind: Kind
     /// The transaction the app would now hold (for a purchase: the one StoreKit returns).
@@ -97,6 +100,8 @@ extension SimulatorState {
         let account = token ?? ""
         let ownership: InAppOwnershipType = request.familyShared ? .familyShared : .purchased
         try checkOffer(request, product: product, account: account, token: token)
+        let plan = product.kind == .autoRenewable || request.billingPlanType != nil
+            ? try checkBillingPlan(request.billingPlanType, product: product, offer: request.offer) : nil
         let introOverride = try checkIntroductoryEligibility(request.introductoryOfferEligibility, product: product, account: account)
         // Offer codes are redeemed in Apple's redeem sheet or the App Store: no purchase options, no token.
         var isOfferCode = false
@@ -106,7 +111,7 @@ extension SimulatorState {
         var outcome: ActionOutcome
         if product.kind == .autoRenewable {
             outcome = try purchaseSubscription(product, account: account, token: written, ownership: ownership, offer: request.offer,
-                                               introEligible: introOverride)
+                                               introEligible: introOverride, billingPlan: plan)
         } else {
             outcome = try purchaseOneTime(product, account: account, token: written, ownership: ownership, quantity: request.quantity)
         }
@@ -133,16 +138,21 @@ extension SimulatorState {
 
     /// - Parameter introEligible: a signed eligibility JWS's answer, overriding the App Store's own.
     mutating func purchaseSubscription(_ product: Product, account: String, token: String?, ownership: InAppOwnershipType,
-                                       offer choice: OfferChoice?, introEligible: Bool? = nil) throws(KakinError) -> ActionOutcome {
+                                       offer choice: OfferChoice?, introEligible: Bool? = nil,
+                                       billingPlan: BillingPlanType? = nil) throws(KakinError) -> ActionOutcome {
         let group = product.groupId!
         let existing = instance(account: account, group: group, ownership: ownership)
         if let existing, existing.phase.isLive {
             if ownership == .familyShared {
                 throw KakinError(.simulatorInvalidAction, "This account already has family-shared access in group \(group).")
             }
+            if billingPlan == .monthly {
+                throw KakinError(.simulatorInvalidAction, "Moving a live subscription to the monthly billing with a 12-month commitment is not simulated; buy it once the subscription has ended.")
+            }
             return try changeSubscription(existing.originalTransactionId, to: product, offer: choice, viaPurchase: true, writeToken: token != nil)
         }
-        let eligibleForIntro = introEligible ?? isEligibleForIntro(account: account, group: group)
+        let commitment = billingPlan == .monthly ? SimCommitment(startMs: nowMs, monthlyPriceMilli: product.monthlyCommitmentCharge!) : nil
+        let eligibleForIntro = commitment == nil && (introEligible ?? isEligibleForIntro(account: account, group: group))
         var offer: SubscriptionOffer?
         switch choice {
         case .introductory:
@@ -164,11 +174,11 @@ extension SimulatorState {
         }
         let applied = offer.map(AppliedOffer.init)
         let start = nowMs
-        let end = (applied?.firstSpan ?? product.period!).added(to: start)
+        let end = commitment?.endOfMonth(1) ?? (applied?.firstSpan ?? product.period!).added(to: start)
         let original = existing.map { ($0.originalTransactionId, $0.originalPurchaseDate) }
         let tid = makeTransaction(product: product, account: account, token: token, ownership: ownership, original: original,
                                   purchaseDate: start, expiresDate: end, quantity: 1, offer: applied, reason: .purchase,
-                                  regularPriceMilli: product.priceMilli)
+                                  regularPriceMilli: commitment?.monthlyPriceMilli ?? product.priceMilli, commitment: commitment)
         if applied?.type == AppleOfferType.introductory.rawValue { store.introUsed.insert(Self.introKey(account, group)) }
         let otid = original?.0 ?? tid
         var recentStart = start
@@ -183,7 +193,8 @@ extension SimulatorState {
             autoRenewStatus: true, autoRenewProductId: product.productId, pendingOffer: nil,
             runningOffer: left > 0 ? applied : nil, runningOfferPeriodsLeft: left, phase: .active, failNextRenewal: false,
             recentStartDate: recentStart, extensionDates: existing?.extensionDates ?? [], priceOverrideMilli: nil, priceIncrease: nil,
-            productNotForSale: false, autoRenewBeforeRevocation: nil, renewalJWS: "", renewalSignedDate: nowMs - 1)  // first signed by resignRenewal, at now
+            productNotForSale: false, autoRenewBeforeRevocation: nil, commitment: commitment,
+            renewalJWS: "", renewalSignedDate: nowMs - 1)  // first signed by resignRenewal, at now
         emit(.subscribed, existing == nil ? .initialBuy : .resubscribe, transactionId: tid, subscription: otid)
         return ActionOutcome(kind: existing == nil ? .purchased : .resubscribed, transactionId: tid, originalTransactionId: otid, effectiveDateMs: start)
     }

@@ -1,48 +1,8 @@
 import KakinCore
 
-/// A plan change inside a group, by Apple's rules (levels: 1 is the highest tier).
-enum PlanChange: Sendable, Equatable {
-    /// To a higher tier: now, new period, prorated refund of the old one.
-    case upgrade
-    /// To a lower tier: at the next renewal.
-    case downgrade
-    /// Same tier, same duration: now (seed 003: a trial is discarded, a paid period refunded prorated).
-    case crossgradeNow
-    /// Same tier, another duration: at the next renewal.
-    case crossgradeAtRenewal
-
-    init(from current: Product, to target: Product) {
-        if target.level < current.level {
-            self = .upgrade
-        } else if target.level > current.level {
-            self = .downgrade
-        } else if SimulatorState.sameDuration(current.period, target.period) {
-            self = .crossgradeNow
-        } else {
-            self = .crossgradeAtRenewal
-        }
-    }
-
-    var isImmediate: Bool { self == .upgrade || self == .crossgradeNow }
-
-    /// The subtype Apple sends. Crossgrades get none (Apple staff, forum thread 729677:
-    /// "UPGRADE, DOWNGRADE, or omitted, for an upgrade, downgrade, or crossgrade respectively").
-    var subtype: NotificationSubtype? {
-        switch self {
-        case .upgrade: return .upgrade
-        case .downgrade: return .downgrade
-        case .crossgradeNow, .crossgradeAtRenewal: return nil
-        }
-    }
-}
+// Plan changes follow KakinCore's `PlanChange` (the status engine's notices use the same rule).
 
 extension SimulatorState {
-    /// P1Y and P12M, P1W and P7D are the same duration.
-    static func sameDuration(_ a: ISOPeriod?, _ b: ISOPeriod?) -> Bool {
-        guard let a, let b else { return false }
-        return a.years * 12 + a.months == b.years * 12 + b.months && a.weeks * 7 + a.days == b.weeks * 7 + b.days
-    }
-
     func liveSubscription(_ otid: String) throws(KakinError) -> SimSubscription {
         guard let sub = store.subscriptions[otid] else {
             throw KakinError(.simulatorUnknownSubscription, "The simulator has no subscription \(otid).")
@@ -78,7 +38,9 @@ extension SimulatorState {
         case nil: break
         }
         let current = product(sub.productId) ?? target
-        let effectiveAtRenewal = latest(sub).expiresDate ?? nowMs
+        // Inside a 12-month commitment the next "renewal" that can change anything is the commitment's end.
+        let committed = isCommittedMidTerm(sub)
+        let effectiveAtRenewal = committed ? sub.commitment!.endMs : (latest(sub).expiresDate ?? nowMs)
 
         if target.productId == sub.productId {
             if let promo {
@@ -109,7 +71,7 @@ extension SimulatorState {
             throw KakinError(.simulatorInvalidAction, "The account is already subscribed to \(target.productId).")
         }
 
-        let change = PlanChange(from: current, to: target)
+        let change = PlanChange(from: current, to: target, committed: committed)
         let type: NotificationType = promo == nil ? .didChangeRenewalPref : .offerRedeemed
         if change.isImmediate {
             // The old transaction is re-signed with isUpgraded (the entitlement moves to the new one); the unused
@@ -139,6 +101,7 @@ extension SimulatorState {
             sub.runningOfferPeriodsLeft = left
             sub.priceOverrideMilli = nil
             sub.priceIncrease = nil
+            sub.commitment = nil  // an upgrade ends the commitment's product for a plan of its own
             store.subscriptions[otid] = sub
             emit(type, change.subtype, transactionId: tid, subscription: otid)
             return ActionOutcome(kind: change == .upgrade ? .upgraded : .crossgraded, transactionId: tid, originalTransactionId: otid,
@@ -198,6 +161,7 @@ extension SimulatorState {
     mutating func setAutoRenew(_ otid: String, enabled: Bool) throws(KakinError) -> ActionOutcome {
         var sub = try liveSubscription(otid)
         guard sub.phase.isLive else { throw KakinError(.simulatorInvalidAction, "The subscription has ended.") }
+        if sub.commitment != nil { return try setCommitmentRenewal(otid, enabled: enabled) }
         guard sub.autoRenewStatus != enabled else {
             throw KakinError(.simulatorInvalidAction, "Auto-renew is already \(enabled ? "on" : "off").")
         }
@@ -382,10 +346,18 @@ extension SimulatorState {
     @discardableResult
     mutating func renew(_ otid: String, startingAt start: Int64, subtype: NotificationSubtype?) -> String {
         var sub = store.subscriptions[otid]!
-        let next = product(sub.autoRenewProductId)!
+        // Mid-commitment the committed product renews, whatever is scheduled for the commitment's end.
+        let next = isCommittedMidTerm(sub) ? product(sub.productId)! : product(sub.autoRenewProductId)!
+        var commitment: SimCommitment?
+        var commitmentEnd: Int64?
+        if let c = sub.commitment, next.productId == sub.productId, start < c.endMs || c.renews {
+            (commitment, commitmentEnd) = nextCommitmentPeriod(c, startingAt: start)
+        }
         var offer: AppliedOffer?
         var left = 0
-        if let pending = sub.pendingOffer, pending.productId == next.productId {
+        if commitment != nil {
+            // Offers are not simulated on commitments: a pending one waits (renewal info keeps showing it).
+        } else if let pending = sub.pendingOffer, pending.productId == next.productId {
             offer = pending.offer
             left = pending.offer.isPayAsYouGo ? pending.offer.numberOfPeriods - 1 : 0
         } else if let running = sub.runningOffer, sub.runningOfferPeriodsLeft > 0, next.productId == sub.productId {
@@ -397,16 +369,22 @@ extension SimulatorState {
             sub.priceOverrideMilli = increase.newPriceMilli
             sub.priceIncrease = nil
         }
-        let end = (offer?.firstSpan ?? next.period!).added(to: start)
+        let end = commitmentEnd ?? (offer?.firstSpan ?? next.period!).added(to: start)
         let tid = makeTransaction(product: next, account: sub.accountKey, token: sub.appAccountToken,
                                   ownership: InAppOwnershipType(rawValue: sub.ownership), original: (otid, sub.originalPurchaseDate),
                                   purchaseDate: start, expiresDate: end, quantity: 1, offer: offer, reason: .renewal,
-                                  regularPriceMilli: sub.priceOverrideMilli ?? next.priceMilli)
+                                  regularPriceMilli: commitment?.monthlyPriceMilli ?? sub.priceOverrideMilli ?? next.priceMilli,
+                                  commitment: commitment)
         sub.productId = next.productId
         sub.latestTransactionId = tid
-        sub.pendingOffer = nil
-        sub.runningOffer = left > 0 ? offer : nil
-        sub.runningOfferPeriodsLeft = left
+        sub.commitment = commitment
+        if let commitment {
+            sub.autoRenewStatus = commitment.renews || !commitment.isLastMonth
+        } else {
+            sub.pendingOffer = nil
+            sub.runningOffer = left > 0 ? offer : nil
+            sub.runningOfferPeriodsLeft = left
+        }
         sub.phase = .active
         store.subscriptions[otid] = sub
         emit(.didRenew, subtype, transactionId: tid, subscription: otid)

@@ -34,6 +34,10 @@ struct SimulatorStore: Codable, Sendable, Equatable {
     var winBackRedeemed: Set<String>?
     /// External purchase tokens and their reports (SimulatorState+ExternalPurchases; nil in older state files).
     var externalPurchases: ExternalPurchaseStore?
+    /// Finish Transaction calls so far (the sequence of `SimTransaction.finishSeq`); nil in older state files.
+    var finishCounter: Int64?
+    /// The Retention Messaging API's configuration and calls (SimulatorState+Apple2026); nil until used.
+    var retention: RetentionMessagingStore?
 
     init(nowMs: Int64, ids: SimulatorIDs) {
         self.nowMs = nowMs
@@ -175,6 +179,7 @@ struct SimulatorState: Sendable {
             o["renewalPrice"] = .int(price)
             o["currency"] = .string(config.currency(of: product))
         }
+        o.merge(commitmentRenewalFields(sub)) { _, new in new }  // API 1.21 (SimulatorState+Commitments)
         return .object(o)
     }
 
@@ -205,7 +210,8 @@ struct SimulatorState: Sendable {
     /// Creates and signs a transaction. `originalTransactionId` nil starts a new instance (the id is its own).
     mutating func makeTransaction(product: Product, account: String, token: String?, ownership: InAppOwnershipType,
                                   original: (id: String, purchaseDate: Int64)?, purchaseDate: Int64, expiresDate: Int64?,
-                                  quantity: Int, offer: AppliedOffer?, reason: TransactionReason, regularPriceMilli: Int64?) -> String {
+                                  quantity: Int, offer: AppliedOffer?, reason: TransactionReason, regularPriceMilli: Int64?,
+                                  commitment: SimCommitment? = nil) -> String {
         let id = store.ids.transactionId()
         let isSubscription = product.kind == .autoRenewable
         let familyShared = ownership == .familyShared
@@ -221,6 +227,7 @@ struct SimulatorState: Sendable {
             appTransactionId: appTransactionId(for: account), orderId: familyShared ? nil : store.ids.orderId(),
             revocationDate: nil, revocationReason: nil, revocationType: nil, revocationPercentage: nil, isUpgraded: false,
             signedDate: nowMs, modifiedSeq: nextModifiedSeq(), jws: "")
+        tx.setBillingPlan(product: product, commitment: commitment)  // API 1.21 (SimulatorState+Commitments)
         tx.jws = signer.sign(tx.payload(config))
         store.transactions[id] = tx
         store.transactionsByAccount[account, default: []].append(id)

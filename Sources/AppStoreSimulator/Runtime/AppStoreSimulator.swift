@@ -27,6 +27,8 @@ public final class AppStoreSimulator: Sendable {
     let gate = AsyncGate()
     let sink: (any NotificationSink)?
     let wall: any Clock
+    /// How Get Retention Message calls are made (API/Apple2026API.swift).
+    let retentionTransport = Mutex<any RetentionMessageTransport>(HTTPRetentionMessageTransport())
 
     /// How many notifications are sent at once when many fall due together.
     static let deliveryConcurrencyMax = 8

@@ -34,7 +34,7 @@ public enum SearchQuery {
         let q = words.count == 1 ? first : words.joined(separator: " ")
         if q.hasPrefix("req_"), words.count == 1 { return [.requestId(q)] }
         var out: [SearchTarget] = []
-        if isUUID(q) {
+        if UUIDText.isValid(q) {
             out += [.appAccountToken(q.lowercased()), .notificationUUID(q.lowercased())]
         } else if isDigits(q) {
             out.append(.transactionId(q))
@@ -53,18 +53,6 @@ public enum SearchQuery {
 
     static func isDigits(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 24 && s.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
 
-    static func isUUID(_ s: String) -> Bool {
-        let u = Array(s.utf8)
-        guard u.count == 36 else { return false }
-        for (i, c) in u.enumerated() {
-            if [8, 13, 18, 23].contains(i) {
-                if c != UInt8(ascii: "-") { return false }
-            } else if Hex.nibble(c) == nil {
-                return false
-            }
-        }
-        return true
-    }
 
     /// Apple's order IDs are 10–12 capital letters and digits with at least one letter (case-insensitive here,
     /// since people retype them).

@@ -37,8 +37,18 @@ public struct TransactionPayload: Sendable, Hashable {
     public var storefront: String?
     public var price: Int64?
     public var currency: String?
+    public var appTransactionId: String?
+    /// (1.21) `MONTHLY` for a yearly subscription billed monthly with a 12-month commitment.
+    public var billingPlanType: BillingPlanType?
+    /// (1.21) Which month of the commitment this transaction pays, and the commitment's end and price.
+    public var commitmentInfo: TransactionCommitmentInfo?
 
     public var isRevoked: Bool { revocationDate != nil }
+    /// The refunded share in milliunits (0–100000) when revoked (`WalletRules.revokedShareMilli`).
+    public var revokedShareMilli: Int? {
+        guard isRevoked else { return nil }
+        return WalletRules.revokedShareMilli(type: revocationType, percentage: revocationPercentage)
+    }
 
     public init(json: JSONValue) throws(PayloadDecodingError) {
         guard case .object = json else { throw PayloadDecodingError(field: "(payload)") }
@@ -71,6 +81,9 @@ public struct TransactionPayload: Sendable, Hashable {
         storefront = json["storefront"]?.stringValue
         price = json["price"]?.int64Value
         currency = json["currency"]?.stringValue
+        appTransactionId = json["appTransactionId"]?.idString
+        billingPlanType = json["billingPlanType"]?.stringValue.map(BillingPlanType.init(rawValue:))
+        commitmentInfo = TransactionCommitmentInfo(json: json["commitmentInfo"])
     }
 }
 
@@ -96,6 +109,13 @@ public struct RenewalInfoPayload: Sendable, Hashable {
     public var appAccountToken: String?
     /// Win-back offers the customer may redeem, best first (none while in grace or billing retry).
     public var eligibleWinBackOfferIds: [String]
+    public var renewalPrice: Int64?
+    public var currency: String?
+    public var appTransactionId: String?
+    /// (1.21) How the next period is paid.
+    public var renewalBillingPlanType: BillingPlanType?
+    /// (1.21) What happens when the current 12-month commitment ends.
+    public var commitmentInfo: RenewalCommitmentInfo?
 
     public var willAutoRenew: Bool { autoRenewStatus == 1 }
 
@@ -120,6 +140,11 @@ public struct RenewalInfoPayload: Sendable, Hashable {
         environment = AppStoreEnvironment(rawValue: try json.requiredString("environment"))
         appAccountToken = json["appAccountToken"]?.stringValue?.lowercased()
         eligibleWinBackOfferIds = json["eligibleWinBackOfferIds"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        renewalPrice = json["renewalPrice"]?.int64Value
+        currency = json["currency"]?.stringValue
+        appTransactionId = json["appTransactionId"]?.idString
+        renewalBillingPlanType = json["renewalBillingPlanType"]?.stringValue.map(BillingPlanType.init(rawValue:))
+        commitmentInfo = RenewalCommitmentInfo(json: json["commitmentInfo"])
     }
 }
 
@@ -133,6 +158,8 @@ public struct NotificationPayload: Sendable, Hashable {
     public var version: String?
     public var signedDate: Int64
     public var data: NotificationData?
+    /// The `appData` payload of app-level notifications (`RESCIND_CONSENT`).
+    public var appData: AppDataPayload?
     /// The app the notification is about, read from whichever of data/summary/externalPurchaseToken/appData is present.
     public var bundleId: String?
     public var appAppleId: Int64?
@@ -172,7 +199,7 @@ public struct NotificationPayload: Sendable, Hashable {
             bundleId = nd.bundleId
             appAppleId = nd.appAppleId
             environment = nd.environment
-        } else if let s = json["summary"] ?? json["appData"], case .object = s {
+        } else if let s = json["summary"], case .object = s {
             bundleId = s["bundleId"]?.stringValue
             appAppleId = s["appAppleId"]?.int64Value
             environment = s["environment"]?.stringValue.map(AppStoreEnvironment.init(rawValue:))
@@ -181,6 +208,11 @@ public struct NotificationPayload: Sendable, Hashable {
             appAppleId = e["appAppleId"]?.int64Value
             let sandbox = e["externalPurchaseId"]?.stringValue?.hasPrefix("SANDBOX") ?? false
             environment = sandbox ? .sandbox : .production
+        } else if let a = AppDataPayload(json: json["appData"]) {
+            appData = a
+            bundleId = a.bundleId
+            appAppleId = a.appAppleId
+            environment = a.environment
         }
     }
 }
@@ -205,12 +237,14 @@ public struct AppTransactionPayload: Sendable, Hashable {
 
 /// Which kind of signed payload a JWS carries, told apart by its fields.
 public enum SignedPayloadKind: String, Sendable {
-    case transaction, renewalInfo, notification, appTransaction, unknown
+    /// `realtimeRequest`: the signed request of the Retention Messaging API's Get Retention Message call.
+    case transaction, renewalInfo, notification, appTransaction, realtimeRequest, unknown
 
     public static func of(_ json: JSONValue) -> SignedPayloadKind {
         if json["notificationType"] != nil { return .notification }
         if json["transactionId"] != nil { return .transaction }
         if json["receiptType"] != nil { return .appTransaction }
+        if json["requestIdentifier"] != nil, json["userLocale"] != nil, json["originalTransactionId"] != nil { return .realtimeRequest }
         if json["originalTransactionId"] != nil, json["autoRenewStatus"] != nil || json["renewalDate"] != nil
             || json["autoRenewProductId"] != nil
         {

@@ -107,6 +107,20 @@ public struct Product: Sendable, Hashable {
     public var offerCodes: [SubscriptionOffer]
     /// Win-back offers (`offerType` 4) for customers who let the subscription lapse.
     public var winBackOffers: [SubscriptionOffer]
+    /// A yearly subscription that may also be billed monthly with a 12-month commitment (catalog
+    /// `monthlyBillingWithCommitment`; StoreKit's `.billingPlanType(.monthly)` purchase option, iOS 26.4).
+    public var monthlyBillingWithCommitment: Bool = false
+    /// One monthly payment of such a commitment, milliunits (catalog `monthlyCommitmentPrice`); nil: the
+    /// yearly price / 12, rounded up to the milliunit (Apple wants the 12 payments to total at least the
+    /// upfront price, and at most 1.5 times it).
+    public var monthlyCommitmentPriceMilli: Int64? = nil
+
+    /// What one month of a 12-month commitment costs, when the product offers one.
+    public var monthlyCommitmentCharge: Int64? {
+        guard monthlyBillingWithCommitment else { return nil }
+        if let monthlyCommitmentPriceMilli { return monthlyCommitmentPriceMilli }
+        return priceMilli.map { ($0 + 11) / 12 }
+    }
 
     public init(productId: String, kind: ProductKind, displayName: String? = nil, coins: Int = 0, bonusCoins: Int = 0,
                 priceMilli: Int64? = nil, currency: String? = nil, durationDays: Int? = nil, groupId: String? = nil,

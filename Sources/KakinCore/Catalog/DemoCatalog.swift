@@ -14,6 +14,13 @@ extension Catalog {
             SubscriptionOffer(id: "promo.6m.free", type: .promotional, mode: .freeTrial, period: ISOPeriod(months: 6)),
             SubscriptionOffer(id: "promo.3m.half", type: .promotional, mode: .payAsYouGo, period: month, numberOfPeriods: 3, priceMilli: 490_000),
         ]
+        var yearly = Product(productId: "premium.yearly", kind: .autoRenewable, displayName: "Premium (yearly)", priceMilli: 9_800_000, currency: "JPY",
+                             groupId: "premium", period: year, level: 2, familyShareable: true,
+                             introductoryOffer: SubscriptionOffer(id: nil, type: .introductory, mode: .freeTrial, period: week),
+                             promotionalOffers: [SubscriptionOffer(id: "promo.yearly.1m.free", type: .promotional, mode: .freeTrial, period: month)])
+        // Also sold billed monthly with a 12-month commitment: 12 × 880 JPY (Apple: 1 to 1.5 times the upfront price).
+        yearly.monthlyBillingWithCommitment = true
+        yearly.monthlyCommitmentPriceMilli = 880_000
         return Catalog([
             Product(productId: "coins.100", kind: .consumable, displayName: "100 coins", coins: 100, priceMilli: 120_000, currency: "JPY"),
             Product(productId: "coins.500", kind: .consumable, displayName: "500 coins (+50 bonus)", coins: 500, bonusCoins: 50, priceMilli: 600_000, currency: "JPY"),
@@ -24,10 +31,7 @@ extension Catalog {
                     groupId: "premium", period: month, level: 2, familyShareable: true,
                     introductoryOffer: SubscriptionOffer(id: nil, type: .introductory, mode: .freeTrial, period: week),
                     promotionalOffers: promos),
-            Product(productId: "premium.yearly", kind: .autoRenewable, displayName: "Premium (yearly)", priceMilli: 9_800_000, currency: "JPY",
-                    groupId: "premium", period: year, level: 2, familyShareable: true,
-                    introductoryOffer: SubscriptionOffer(id: nil, type: .introductory, mode: .freeTrial, period: week),
-                    promotionalOffers: [SubscriptionOffer(id: "promo.yearly.1m.free", type: .promotional, mode: .freeTrial, period: month)]),
+            yearly,
             Product(productId: "premium.plus.monthly", kind: .autoRenewable, displayName: "Premium Plus (monthly)", priceMilli: 1_480_000, currency: "JPY",
                     groupId: "premium", period: month, level: 1, familyShareable: true),
         ])

@@ -80,7 +80,7 @@ public struct StrictObject {
 extension Product {
     static let productKeys: Set<String> = [
         "productId", "type", "coins", "bonusCoins", "price", "currency", "durationDays", "groupId", "period",
-        "level", "displayName", "familyShareable", "offers",
+        "level", "displayName", "familyShareable", "offers", "monthlyBillingWithCommitment", "monthlyCommitmentPrice",
     ]
     static let offerKeys: Set<String> = ["id", "type", "mode", "period", "numberOfPeriods", "price", "eligibility"]
 
@@ -160,6 +160,20 @@ extension Product {
                   period: kind == .autoRenewable ? (period ?? ISOPeriod(months: 1)) : nil, level: Int(level),
                   familyShareable: try o.bool("familyShareable") ?? false, introductoryOffer: intro, promotionalOffers: promos,
                   offerCodes: codes, winBackOffers: winBacks)
+        // Apple sells the monthly billing with a 12-month commitment on yearly subscriptions only.
+        if try o.bool("monthlyBillingWithCommitment") ?? false {
+            guard kind == .autoRenewable, let p = self.period, p.isSameDuration(as: ISOPeriod(years: 1)) else {
+                throw ConfigurationError(o.sub("monthlyBillingWithCommitment"), "applies to yearly (P1Y) autoRenewable products only")
+            }
+            monthlyBillingWithCommitment = true
+        }
+        if let p = try o.number("monthlyCommitmentPrice") {
+            guard monthlyBillingWithCommitment else {
+                throw ConfigurationError(o.sub("monthlyCommitmentPrice"), "needs monthlyBillingWithCommitment: true")
+            }
+            guard p > 0, p < 1e12 else { throw ConfigurationError(o.sub("monthlyCommitmentPrice"), "must be a positive amount") }
+            monthlyCommitmentPriceMilli = Int64((p * 1000).rounded())
+        }
     }
 
     static func offer(contractJSON value: JSONValue, path: String) throws(ConfigurationError) -> SubscriptionOffer {
@@ -209,6 +223,10 @@ extension Product {
         if let groupId { o["groupId"] = .string(groupId) }
         if let period { o["period"] = .string(period.description) }
         if kind == .autoRenewable { o["level"] = .int(Int64(level)) }
+        if monthlyBillingWithCommitment {
+            o["monthlyBillingWithCommitment"] = true
+            if let m = monthlyCommitmentCharge { o["monthlyCommitmentPrice"] = m % 1000 == 0 ? .int(m / 1000) : .double(Double(m) / 1000) }
+        }
         if let displayName { o["displayName"] = .string(displayName) }
         var offers: [JSONValue] = []
         for offer in [introductoryOffer].compactMap({ $0 }) + promotionalOffers + offerCodes + winBackOffers {

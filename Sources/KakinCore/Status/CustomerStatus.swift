@@ -56,6 +56,9 @@ public struct StatusNotice: Sendable, Hashable {
         case immediateChangeDiscardsFreePeriod
         /// The current period is paid: switching now to one of `productIds` ends it early with a prorated refund.
         case immediateChangeRefundsProrated
+        /// A 12-month commitment billed monthly, before its last month: cancelling stops the commitment from
+        /// renewing, but every month until its end is still billed and served.
+        case cancellationAtCommitmentEnd
     }
 
     public var kind: Kind

@@ -103,16 +103,24 @@ public enum StatusEngine {
     /// What changing plan or redeeming an offer now would cost a subscriber who bought the subscription
     /// (family members can't change it). Seed 003: a pending offer is replaced by the next one; an upgrade, or
     /// a crossgrade to the same duration, is immediate — discarding a free period, refunding a paid one pro rata.
+    /// When a change is immediate is `PlanChange`'s rule, the one the simulator changes plans by.
+    ///
+    /// A 12-month commitment billed monthly binds the customer to its end (Apple: customers can cancel at any
+    /// time, but the subscription remains active through the end of the commitment term; StoreKit "Supporting
+    /// monthly subscriptions with a 12-month commitment"): only an upgrade is immediate, and a subscriber in
+    /// any month but the last is told that cancelling ends the subscription at the commitment's end, not the
+    /// month's. Introductory-offer eligibility is unchanged by a commitment (it stays per group).
     static func changeNotices(_ status: SubscriptionStatus, latest: TransactionPayload, catalog: Catalog) -> [StatusNotice] {
         guard status.state == .subscribed, status.ownership != .familyShared else { return [] }
         var notices: [StatusNotice] = []
         if status.pendingOffer != nil {
             notices.append(StatusNotice(kind: .pendingOfferWouldBeReplaced, originalTransactionId: status.originalTransactionId, productIds: []))
         }
+        let committed = status.commitment.map { $0.billingPeriod < $0.totalBillingPeriods } ?? false
         if let current = catalog[status.productId], let groupId = current.groupId {
             let immediate = catalog.products(inGroup: groupId).filter {
                 $0.productId != current.productId && $0.kind == .autoRenewable
-                    && ($0.level < current.level || ($0.level == current.level && $0.period == current.period))
+                    && PlanChange(from: current, to: $0, committed: committed).isImmediate
             }
             if !immediate.isEmpty {
                 let free = latest.offerDiscountType == .freeTrial || (latest.offerType != nil && latest.price == 0)
@@ -120,6 +128,9 @@ public enum StatusEngine {
                     kind: free ? .immediateChangeDiscardsFreePeriod : .immediateChangeRefundsProrated,
                     originalTransactionId: status.originalTransactionId, productIds: immediate.map(\.productId)))
             }
+        }
+        if committed {
+            notices.append(StatusNotice(kind: .cancellationAtCommitmentEnd, originalTransactionId: status.originalTransactionId, productIds: []))
         }
         return notices
     }

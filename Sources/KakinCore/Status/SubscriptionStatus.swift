@@ -84,9 +84,12 @@ public struct SubscriptionStatus: Sendable, Hashable {
     /// Only when `expired`: the win-back offers Apple says the customer may redeem, best first (renewal info's
     /// `eligibleWinBackOfferIds`; Apple lists none while in grace or billing retry).
     public var eligibleWinBackOfferIds: [String] = []
+    /// A yearly subscription billed monthly with a 12-month commitment (the latest transaction's
+    /// `billingPlanType` `MONTHLY` and `commitmentInfo`); nil for every other subscription.
+    public var commitment: StatusCommitment? = nil
 
     public var json: JSONValue {
-        [
+        var o: [String: JSONValue] = [
             "groupId": .string(groupId),
             "productId": .string(productId),
             "originalTransactionId": .string(originalTransactionId),
@@ -103,6 +106,9 @@ public struct SubscriptionStatus: Sendable, Hashable {
             "expirationReason": .string(expirationReason?.rawValue),
             "eligibleWinBackOfferIds": .array(eligibleWinBackOfferIds.map { .string($0) }),
         ]
+        // Only a subscription with a commitment carries the key (the contract's "Apple's 2026 additions").
+        if let commitment { o["commitment"] = commitment.json }
+        return .object(o)
     }
 }
 
@@ -126,15 +132,21 @@ extension SubscriptionStatus {
             gracePeriodExpiresAtMs: nil, willAutoRenew: false, autoRenewProductId: renewalInfo?.autoRenewProductId,
             ownership: latest.inAppOwnershipType, offer: nil, pendingOffer: nil, expirationReason: nil)
 
+        let committed = StatusCommitment.Terms(latest)
+        func withCommitment(_ status: SubscriptionStatus) -> SubscriptionStatus {
+            var s = status
+            s.commitment = committed.map { StatusCommitment($0, renewalInfo: renewalInfo, state: s.state) }
+            return s
+        }
         if let revoked = latest.revocationDate {
             status.state = .revoked
             status.expiresAtMs = min(latest.expiresDate ?? revoked, revoked)
-            return status
+            return withCommitment(status)
         }
         if latest.isUpgraded {
             status.expirationReason = .upgraded
             status.expiresAtMs = [latest.expiresDate, takeoverMs ?? latest.signedDate].compactMap { $0 }.min()
-            return status
+            return withCommitment(status)
         }
         if let expires = latest.expiresDate, nowMs < expires {
             status.state = .subscribed
@@ -143,10 +155,21 @@ extension SubscriptionStatus {
             status.state = retryState(renewal, latest: latest, expiresMs: expires, nowMs: nowMs)
             if status.state == .inGracePeriod { status.gracePeriodExpiresAtMs = renewal.gracePeriodExpiresDate }
         }
+        // A committed month ended before the next month's transaction reached Kakin. The customer is bound to
+        // every month of the commitment (a cancellation takes effect at its end), so the service goes on until
+        // the commitment's end, unless renewal info about this period says billing failed or it ended.
+        if status.state == .expired, let terms = committed, nowMs < terms.endsAtMs {
+            let fresh = renewalInfo.map { $0.signedDate >= latest.purchaseDate } ?? false
+            let stopped = fresh && (renewalInfo!.expirationIntent != nil || renewalInfo!.isInBillingRetryPeriod)
+            if !stopped { status.state = .subscribed }
+        }
+        // Mid-commitment, the next month is owed whatever auto-renew says: the subscription renews.
+        let owesNextMonth = committed.map { $0.owesNextMonth(afterPeriodEnding: latest.expiresDate) } ?? false
+        if status.state.isRenewable, owesNextMonth, renewalInfo == nil { status.willAutoRenew = true }
 
         if let renewal = renewalInfo {
             if status.state.isRenewable {
-                status.willAutoRenew = renewal.willAutoRenew
+                status.willAutoRenew = renewal.willAutoRenew || owesNextMonth
                 status.pendingOffer = renewal.offerType.map {
                     StatusOffer(type: $0, id: renewal.offerIdentifier, period: renewal.offerPeriod)
                 }
@@ -162,7 +185,7 @@ extension SubscriptionStatus {
                 }
             }
         }
-        return status
+        return withCommitment(status)
     }
 
     /// After the period's end: grace, billing retry, or expired. Renewal info signed before the latest
@@ -177,5 +200,64 @@ extension SubscriptionStatus {
         // A future grace date counts even when `isInBillingRetryPeriod` is false (seen after a free trial).
         if let grace = renewal.gracePeriodExpiresDate, nowMs < grace { return .inGracePeriod }
         return renewal.isInBillingRetryPeriod ? .inBillingRetryPeriod : .expired
+    }
+}
+
+/// The contract's `commitment` of a subscription billed monthly with a 12-month commitment:
+/// `{"billingPeriod", "totalBillingPeriods", "endsAt", "price", "willRenew"}`. `price` is Apple's
+/// `commitmentPrice` as Apple gives it (milliunits of the transaction's currency); `willRenew` is whether a
+/// new commitment starts at `endsAt` (renewal info's `commitmentAutoRenewStatus`; the customer's cancel turns
+/// it off, and the months until `endsAt` are billed and served all the same).
+public struct StatusCommitment: Sendable, Hashable {
+    public var billingPeriod: Int
+    public var totalBillingPeriods: Int
+    public var endsAtMs: Int64
+    public var priceMilli: Int64?
+    public var willRenew: Bool
+
+    public init(billingPeriod: Int, totalBillingPeriods: Int, endsAtMs: Int64, priceMilli: Int64?, willRenew: Bool) {
+        self.billingPeriod = billingPeriod
+        self.totalBillingPeriods = totalBillingPeriods
+        self.endsAtMs = endsAtMs
+        self.priceMilli = priceMilli
+        self.willRenew = willRenew
+    }
+
+    public var json: JSONValue {
+        ["billingPeriod": .int(Int64(billingPeriod)), "totalBillingPeriods": .int(Int64(totalBillingPeriods)),
+         "endsAt": Timestamp.rfc3339(endsAtMs), "price": .int(priceMilli), "willRenew": .bool(willRenew)]
+    }
+
+    /// What a transaction says of its commitment: present only for `billingPlanType` `MONTHLY` with a
+    /// `commitmentInfo` that has an end.
+    struct Terms {
+        var billingPeriod: Int
+        var totalBillingPeriods: Int
+        var endsAtMs: Int64
+        var priceMilli: Int64?
+
+        init?(_ t: TransactionPayload) {
+            guard t.billingPlanType == .monthly, let info = t.commitmentInfo, let end = info.commitmentExpiresDate else { return nil }
+            totalBillingPeriods = max(1, info.totalBillingPeriods ?? 12)
+            billingPeriod = min(max(1, info.billingPeriodNumber ?? 1), totalBillingPeriods)
+            endsAtMs = end
+            priceMilli = info.commitmentPrice
+        }
+
+        /// Whether the month after the one ending at `periodEnd` still belongs to the commitment.
+        func owesNextMonth(afterPeriodEnding periodEnd: Int64?) -> Bool {
+            guard billingPeriod < totalBillingPeriods else { return false }
+            return periodEnd.map { $0 < endsAtMs } ?? true
+        }
+    }
+
+    init(_ terms: Terms, renewalInfo: RenewalInfoPayload?, state: SubscriptionState) {
+        billingPeriod = terms.billingPeriod
+        totalBillingPeriods = terms.totalBillingPeriods
+        endsAtMs = terms.endsAtMs
+        priceMilli = terms.priceMilli
+        // Without renewal info Apple's default (on) holds; an ended subscription renews nothing.
+        let on = renewalInfo.map { $0.commitmentInfo?.willRenew ?? $0.willAutoRenew } ?? true
+        willRenew = state.isRenewable && on
     }
 }

@@ -36,3 +36,19 @@ public enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+/// UUIDs as text: 8-4-4-4-12 ASCII hex digits, either case (app account tokens, message identifiers).
+public enum UUIDText {
+    public static func isValid(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+            } else if Hex.nibble(c) == nil {
+                return false
+            }
+        }
+        return true
+    }
+}

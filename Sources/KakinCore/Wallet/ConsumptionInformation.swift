@@ -45,16 +45,45 @@ public enum ConsumptionInformation {
     public static let answerWindowMs: Int64 = 12 * 3_600_000
 
     /// The current (V2) body: delivery and, for a credited consumable, the share of its paid coins used.
-    /// Auto-renewables never carry a percentage (Apple computes it and refuses one); nothing is sent that
-    /// Kakin does not know (no refund preference: Kakin states facts, the App Store decides).
-    public static func request(_ facts: ConsumptionFacts, sampleContentProvided: Bool) -> ConsumptionRequest {
+    /// Auto-renewables never carry a percentage (Apple computes it and refuses one). `refundPreference` is
+    /// sent only when the app asks for it (`policy`): by default Kakin states facts and the App Store decides.
+    public static func request(_ facts: ConsumptionFacts, sampleContentProvided: Bool,
+                               refundPreference policy: RefundPreferencePolicy = .none) -> ConsumptionRequest {
         var percentage: Int?
         if facts.productKind == .consumable {
             if let coins = facts.coins { percentage = milliPercentage(used: coins.spent, of: coins.credited) }
             else if !facts.delivered { percentage = 0 }
         }
-        return ConsumptionRequest(customerConsented: true, deliveryStatus: facts.delivered ? .delivered : .undeliveredOther,
-                                  sampleContentProvided: sampleContentProvided, consumptionPercentage: percentage)
+        var preference: RefundPreference?
+        if policy == .fromUsage { preference = suggestedRefundPreference(facts, consumptionPercentage: percentage) }
+        let request = ConsumptionRequest(customerConsented: true, deliveryStatus: facts.delivered ? .delivered : .undeliveredOther,
+                                         sampleContentProvided: sampleContentProvided, consumptionPercentage: percentage,
+                                         refundPreference: preference)
+        // Apple refuses GRANT_PRORATED without a consumption percentage above 0 (reference §6.7).
+        precondition(request.refundPreference != .grantProrated || (request.consumptionPercentage ?? 0) > 0,
+                     "GRANT_PRORATED needs a consumptionPercentage above 0")
+        return request
+    }
+
+    /// Whether Kakin tells Apple which refund it would prefer (`ConsumptionRequest.refundPreference`, V2).
+    public enum RefundPreferencePolicy: String, Sendable, CaseIterable {
+        /// No preference: Apple decides from the facts (the default).
+        case none
+        /// From the ledger (`suggestedRefundPreference`).
+        case fromUsage
+    }
+
+    /// The refund the ledger argues for: nothing delivered, or a coin pack none of whose paid coins were used
+    /// → `GRANT_FULL`; a pack partly used → `GRANT_PRORATED` (Apple refunds the unused share); a pack used up →
+    /// `DECLINE`. Anything else (a delivered subscription or non-consumable) → no preference: Kakin can't
+    /// tell how much of it was used.
+    public static func suggestedRefundPreference(_ facts: ConsumptionFacts, consumptionPercentage: Int? = nil) -> RefundPreference? {
+        guard facts.delivered else { return .grantFull }
+        guard facts.productKind == .consumable, let coins = facts.coins else { return nil }
+        let used = consumptionPercentage ?? milliPercentage(used: coins.spent, of: coins.credited)
+        if coins.spent <= 0 || used == 0 { return .grantFull }
+        if coins.spent >= coins.credited { return .decline }
+        return .grantProrated
     }
 
     /// The deprecated V1 body, which also carries the customer's lifetime spend and refunds (USD ranges;

@@ -19,13 +19,22 @@ struct AppleLibraryInterop {
         """
 
     /// Every kind of notification the simulator produces, with its transactions and renewal info.
-    func scenario(_ environment: AppStoreEnvironment) async throws -> (AppStoreSimulator, ScriptedSink) {
+    func scenario(_ environment: AppStoreEnvironment) async throws -> (AppStoreSimulator, ScriptedSink, RetentionEndpoint) {
         let sink = ScriptedSink()
-        let sim = try makeSimulator(sink: sink, graceDays: 3, environment: environment)
+        let sim = try makeSimulator(sink: sink, graceDays: 3, environment: environment, catalog: CommitmentTests.catalog())
         func post(_ path: String, _ body: JSONValue) async -> Reply { await call(sim, "POST", path, body) }
         // External purchase tokens nobody reports: EXTERNAL_PURCHASE_TOKEN/UNREPORTED when the clock passes their deadlines.
         _ = await post("/simulator/v1/external-purchase-tokens", ["api": "externalPurchase", "appAccountToken": .string(tokenA)])
         _ = await post("/simulator/v1/external-purchase-tokens", ["api": "customLink", "tokenType": "SERVICES", "appAccountToken": .string(tokenA)])
+        // Apple's 2026 additions: a 12-month commitment billed monthly (cancelled in its second month), the cancel
+        // flow's signed Get Retention Message request, and RESCIND_CONSENT.
+        let endpoint = RetentionEndpoint(answer: ["message": ["messageIdentifier": "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"]])
+        sim.setRetentionMessageTransport(endpoint)
+        try sim.configureRealtimeURL("https://retention.example/v1/apple/retention-message/com.example.app")
+        let committed = await post("/simulator/v1/purchases", ["productId": "Y", "appAccountToken": "5b0c5a5e-4c1e-4a36-9a5b-1b8f4a3a2c10",
+                                                               "billingPlanType": "MONTHLY"])
+        let committedId = committed.json["originalTransactionId"]!.stringValue!
+        _ = await post("/simulator/v1/accounts/5b0c5a5e-4c1e-4a36-9a5b-1b8f4a3a2c10/rescind-consent", [:])
         let sub = await post("/simulator/v1/purchases", ["productId": "A", "appAccountToken": .string(tokenA)])
         let otid = sub.json["originalTransactionId"]!.stringValue!
         func act(_ body: JSONValue) async { _ = await post("/simulator/v1/subscriptions/\(otid)/actions", body) }
@@ -37,6 +46,7 @@ struct AppleLibraryInterop {
         await act(["action": "failBilling"])
         _ = await post("/simulator/v1/clock", ["advanceSeconds": .int(35 * 86_400)])
         await act(["action": "recoverBilling"])
+        _ = await post("/simulator/v1/subscriptions/\(committedId)/actions", ["action": "disableAutoRenew"])
         await act(["action": "priceIncrease", "price": 12.99])
         await act(["action": "requestRefund"])
         await act(["action": "declineRefund"])
@@ -58,7 +68,7 @@ struct AppleLibraryInterop {
         _ = await post("/simulator/v1/clock", ["advanceSeconds": .int(3 * 365 * 86_400)])
         _ = await post("/simulator/v1/purchases", ["productId": "P", "appAccountToken": .string(tokenA),
                                                    "offer": ["type": "promotional", "id": "1y", "signature": try OfferSigning.legacy(sim, "P", "1y", token: tokenA)]])
-        return (sim, sink)
+        return (sim, sink, endpoint)
     }
 
     @Test(arguments: [AppStoreEnvironment.sandbox, .production])
@@ -67,7 +77,8 @@ struct AppleLibraryInterop {
             Issue.record(Comment(rawValue: Self.failureHowTo))
             return
         }
-        let (sim, sink) = try await scenario(environment)
+        let (sim, sink, endpoint) = try await scenario(environment)
+        #expect(endpoint.requests.count >= 1, "each cancel asked the realtime URL")
         let (transactions, renewals) = sim.core.withLock { c in
             (c.engine.store.transactions.values.map(\.jws), c.engine.store.subscriptions.values.map(\.renewalJWS))
         }
@@ -82,6 +93,7 @@ struct AppleLibraryInterop {
             "environment": .string(environment.rawValue), "bundleId": "com.example.app", "appAppleId": 1234,
             "transactions": .array(transactions.map { .string($0) }), "renewals": .array(renewals.map { .string($0) }),
             "notifications": .array(sink.received.map { .string($0) }),
+            "realtimeRequests": .array(endpoint.requests.map { .string($0) }),
         ]
         try Data(cases.serialized()).write(to: directory.appendingPathComponent("cases.json"))
         let (status, output) = try await run(Self.python.path, [Self.script.path, directory.path])
@@ -109,5 +121,30 @@ struct AppleLibraryInterop {
                 }
             }.start()
         }
+    }
+}
+
+/// The app's Get Retention Message endpoint as a test stands it up: records each signed request, answers
+/// with a fixed `RealtimeResponseBody` (or nothing, as a timeout).
+final class RetentionEndpoint: RetentionMessageTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var signedPayloads: [String] = []
+    private var urls: [String] = []
+    var answer: JSONValue?
+    var status = 200
+
+    init(answer: JSONValue?) { self.answer = answer }
+
+    var requests: [String] { lock.withLock { signedPayloads } }
+    var calledURLs: [String] { lock.withLock { urls } }
+
+    func post(url: String, body: [UInt8], timeoutMs: Int) async -> (status: Int, body: [UInt8])? {
+        let payload = (try? JSONParser.parse(body))?["signedPayload"]?.stringValue ?? ""
+        let (answer, status) = lock.withLock { () -> (JSONValue?, Int) in
+            signedPayloads.append(payload)
+            urls.append(url)
+            return (self.answer, self.status)
+        }
+        return answer.map { (status, $0.serialized()) }
     }
 }

@@ -11,8 +11,9 @@ import FoundationNetworking
 #endif
 
 /// A simulator over the seed-003 test catalog, its clock standing at `startMs`.
-func makeSimulator(sink: (any NotificationSink)? = nil, graceDays: Int? = nil, environment: AppStoreEnvironment = .sandbox) throws -> AppStoreSimulator {
-    let config = SimulatorConfiguration(catalog: offersCatalog(), bundleId: "com.example.app", appAppleId: 1234, environment: environment,
+func makeSimulator(sink: (any NotificationSink)? = nil, graceDays: Int? = nil, environment: AppStoreEnvironment = .sandbox,
+                   catalog: Catalog = offersCatalog()) throws -> AppStoreSimulator {
+    let config = SimulatorConfiguration(catalog: catalog, bundleId: "com.example.app", appAppleId: 1234, environment: environment,
                                         gracePeriodDays: graceDays, seed: 7)
     return try AppStoreSimulator(configuration: config, clock: SimulatedClock(startMs: startMs), sink: sink)
 }
