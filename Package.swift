@@ -48,8 +48,14 @@ let package = Package(
         // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
         .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal"],
                 exclude: ["README.md"]),
+        // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
+        // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.
+        .target(name: "KakinEvents", dependencies: ["KakinCore", "KakinStorage", "AppStoreSecurity"], exclude: ["README.md"]),
+        // `kakin events listen`: a webhook receiver that checks Kakin-Signature and prints one event a line.
+        .target(name: "KakinEventsListener", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal"], exclude: ["README.md"]),
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal",
+                                                    "KakinEvents", "KakinEventsListener"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
@@ -71,7 +77,9 @@ let package = Package(
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator", "KakinExternal"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "KakinSystem", "KakinExternal"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
+                                                            "KakinTestPostgres", "HTTPServer", "AppStoreSecurity"]),
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

@@ -115,6 +115,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case customerNotFound
     case backupFailed
     case subscriptionNotFound
+    // 9100…9149: events out (webhooks, the feed, replays)
+    case webhookNotFound
+    case invalidEventQuery
+    case invalidReplayRequest
 
     public var id: String {
         switch self {
@@ -220,6 +224,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .customerNotFound: return "KKN-9007"
         case .backupFailed: return "KKN-9008"
         case .subscriptionNotFound: return "KKN-9050"
+        case .webhookNotFound: return "KKN-9100"
+        case .invalidEventQuery: return "KKN-9101"
+        case .invalidReplayRequest: return "KKN-9102"
         }
     }
 
@@ -321,6 +328,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .customerNotFound: return "customer_not_found"
         case .backupFailed: return "backup_failed"
         case .subscriptionNotFound: return "subscription_not_found"
+        case .webhookNotFound: return "webhook_not_found"
+        case .invalidEventQuery, .invalidReplayRequest: return "invalid_request"
         }
     }
 
@@ -375,6 +384,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .notificationNotFound, .requestNotFound, .orderNotFound, .customerNotFound, .subscriptionNotFound: return 404
         case .invalidReportDate: return 400
         case .backupFailed: return 500
+        case .webhookNotFound: return 404
+        case .invalidEventQuery, .invalidReplayRequest: return 400
         }
     }
 
@@ -483,6 +494,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .customerNotFound: return "No customer has this ID."
         case .backupFailed: return "The backup could not be written; the database is unchanged."
         case .subscriptionNotFound: return "This customer has no subscription with this original transaction ID."
+        case .webhookNotFound: return "No webhook endpoint with this ID is configured (events.webhooks)."
+        case .invalidEventQuery: return "The event feed takes limit 1 to 500, afterSequence a whole number of 0 or more, and types as event type names or prefixes ending in .* (or *), separated by commas."
+        case .invalidReplayRequest: return "A replay takes eventIds (1 to 1,000 event IDs) or since (an RFC 3339 time), not both."
         }
     }
 }

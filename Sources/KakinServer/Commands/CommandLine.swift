@@ -95,6 +95,10 @@ public enum KakinCommand {
                                     unused paid-coin balance at the end of that day (Payment Services Act report)
           kakin backup --to FILE [--config kakin.json] [--database sqlite:PATH]
                                     copy the SQLite database while Kakin serves (PostgreSQL: pg_dump)
+          kakin events listen --port N --secret S [--fail-rate 0..1]
+                                    a webhook receiver that checks Kakin-Signature and prints one event a line
+          kakin events replay --webhook ID (--since TIME | --event ID…) [--config kakin.json] [--database URL]
+                                    send an endpoint's events again (back to pending with a fresh retry budget)
           kakin errors [--markdown] print the error catalogue
           kakin app --server URL --customer ID --state DIR <launch|buy PRODUCT [--offer ID] [--fail-at payment|send|finish]|unfinished|restore|status|wallet> [--json]
                                     a command-line app on KakinKit and the simulator: replay the app-side flows
@@ -125,6 +129,8 @@ public enum KakinCommand {
             return await ReportCommand.run(arguments: rest)
         case "backup":
             return await BackupCommand.run(arguments: rest)
+        case "events":
+            return await EventsCommand.run(arguments: rest)
         case "simulator":
             return await SimulatorCommand.run(arguments: rest)
         default:

@@ -1,6 +1,7 @@
 import Foundation
 import KakinAdmin
 import KakinCore
+import KakinEvents
 import KakinService
 import KakinPostgreSQL
 import KakinStorage
@@ -62,11 +63,13 @@ public struct Configuration: Sendable {
     public var transferPolicy = TransferPolicy.keepFirstOwner
     /// Roots an app receipt's signature must chain to (`appReceipts`); nil: receipts are read unverified.
     public var appReceiptRootsDER: [[UInt8]]?
+    /// Events out (`events`): webhook endpoints and retention; nil = none configured (the feed still answers).
+    public var events: EventsSettings?
 
     public init() {}
 
     static let topKeys: Set<String> = ["listen", "database", "trustedRoots", "apps", "appStoreServerAPI", "offers", "offerSigning", "auth", "wallet", "accounts",
-                                       "appReceipts", "databasePasswordEnv", "postgres"]
+                                       "appReceipts", "databasePasswordEnv", "postgres", "events"]
 
     /// Reads and validates a config file. `environment` resolves `…Env` keys (secrets never sit in the file).
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -172,6 +175,7 @@ public struct Configuration: Sendable {
         }
         c.appReceiptRootsDER = try parseAppReceipts(o, baseDirectory: baseDirectory)
         try resolveExternal(&c, environment: environment)
+        c.events = try parseEvents(o, environment: environment)
         return c
     }
 

@@ -306,5 +306,6 @@ enum Schema {
         notificationBodiesMigration,
         walletFillFactorMigration,
         statusFieldsMigration,
+        eventsMigration,
     ]
 }

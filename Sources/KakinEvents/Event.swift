@@ -1,0 +1,134 @@
+import KakinCore
+import KakinStorage
+
+/// An event a change produces, before it has an id and a sequence: what happened (`type`, `data`) and which app and
+/// environment the fact came from (nil when the change has none, such as a spend: written as `null`).
+public struct EventDraft: Sendable, Hashable {
+    public var type: EventType
+    /// The event's own fields; `customer` is set by `EventOutbox.append` (the status after the change).
+    public var data: [String: JSONValue]
+    public var environment: String?
+    public var bundleId: String?
+
+    public init(type: EventType, data: [String: JSONValue] = [:], environment: String? = nil, bundleId: String? = nil) {
+        precondition(data["customer"] == nil, "data.customer is the status after the change, set by EventOutbox.append")
+        self.type = type
+        self.data = data
+        self.environment = environment
+        self.bundleId = bundleId
+    }
+}
+
+/// An event as the contract fixes it: `{"id": "evt_…", "type", "customerId", "sequence", "createdAt",
+/// "environment", "bundleId", "data": {…, "customer": <status after the change>}}`. `payload` is its JSON, the
+/// bytes a webhook sends and the feed answers (keys sorted, like every JSON Kakin writes).
+public struct Event: Sendable, Hashable {
+    public var id: String
+    public var type: EventType
+    public var customerId: String
+    public var sequence: Int64
+    public var createdAtMs: Int64
+    public var environment: String?
+    public var bundleId: String?
+    public var data: [String: JSONValue]
+
+    public var json: JSONValue {
+        .object(["id": .string(id), "type": .string(type.rawValue), "customerId": .string(customerId), "sequence": .int(sequence),
+                 "createdAt": .string(Timestamp.rfc3339(createdAtMs)), "environment": .string(environment), "bundleId": .string(bundleId),
+                 "data": .object(data)])
+    }
+
+    public var payload: String { json.jsonString }
+
+    /// Reads a stored event back (the feed and the desk hold the rows); nil when its JSON is not an event of a known type.
+    public init?(payload: String) {
+        guard let json = try? JSONParser.parse(payload), let id = json["id"]?.stringValue,
+              let type = json["type"]?.stringValue.flatMap(EventType.init(rawValue:)), let customerId = json["customerId"]?.stringValue,
+              let sequence = json["sequence"]?.int64Value, let createdAt = json["createdAt"]?.stringValue.flatMap(Timestamp.parseRFC3339),
+              let data = json["data"]?.objectValue else { return nil }
+        self.init(id: id, type: type, customerId: customerId, sequence: sequence, createdAtMs: createdAt,
+                  environment: json["environment"]?.stringValue, bundleId: json["bundleId"]?.stringValue, data: data)
+    }
+
+    public init(id: String, type: EventType, customerId: String, sequence: Int64, createdAtMs: Int64, environment: String?,
+                bundleId: String?, data: [String: JSONValue]) {
+        self.id = id
+        self.type = type
+        self.customerId = customerId
+        self.sequence = sequence
+        self.createdAtMs = createdAtMs
+        self.environment = environment
+        self.bundleId = bundleId
+        self.data = data
+    }
+}
+
+/// The outbox's one entry point for whatever changes a customer: called inside the write body that applies the
+/// change, so the events commit with it or not at all (none lost, none invented).
+public enum EventOutbox {
+    /// Appends `drafts` (in order) to `customerId`'s events inside the caller's write: reserves the next sequence
+    /// numbers (`KakinStore.reserveEventSequences`: no gap, no duplicate, whatever runs concurrently), draws an
+    /// `evt_…` id for each (a re-run body draws new ones; only the committed run's exist), and stores each event's
+    /// JSON with `data.customer` = `customerStatus`, whose `version` is set to the customer's last sequence after
+    /// this append (what `GET /v1/customers/{id}` then answers). No drafts: nothing is written, `[]`.
+    /// - Parameters:
+    ///   - customerStatus: the customer's status after the change, as `GET /v1/customers/{id}` answers it.
+    ///   - nowMs: `createdAt` (Kakin's clock: the simulator's in local mode).
+    /// - Returns: the stored events, in sequence order.
+    public static func append(_ db: SQLConnection, customerId: String, drafts: [EventDraft], customerStatus: JSONValue,
+                              nowMs: Int64, ids: any IDGenerator) throws -> [Event] {
+        if drafts.isEmpty { return [] }
+        let first = try KakinStore.reserveEventSequences(db, customerId: customerId, count: drafts.count)
+        var status = customerStatus
+        if case .object(var o) = status {
+            o["version"] = .int(first + Int64(drafts.count) - 1)
+            status = .object(o)
+        }
+        var events: [Event] = []
+        var rows: [OutboxEventRow] = []
+        for (i, draft) in drafts.enumerated() {
+            var data = draft.data
+            data["customer"] = status
+            let event = Event(id: ids.id(prefix: "evt_"), type: draft.type, customerId: customerId, sequence: first + Int64(i),
+                              createdAtMs: nowMs, environment: draft.environment, bundleId: draft.bundleId, data: data)
+            events.append(event)
+            rows.append(OutboxEventRow(eventId: event.id, customerId: customerId, sequence: event.sequence, type: draft.type.rawValue,
+                                       createdAtMs: nowMs, environment: draft.environment, bundleId: draft.bundleId, payload: event.payload))
+        }
+        try KakinStore.insertOutboxEvents(db, rows)
+        return events
+    }
+}
+
+/// The feed's answers, built from the stored JSON without parsing it again.
+public enum EventFeed {
+    /// `{"events": [<stored event JSON>…], "nextCursor": "…"}` (`GET /v1/events` and `GET /v1/customers/{id}/events`;
+    /// the latter passes the last sequence as `nextCursor`'s place, see `customerPageJSON`).
+    public static func pageJSON(_ page: EventFeedPage) -> [UInt8] {
+        body(page.events, nextCursor: .string(page.nextCursor.token))
+    }
+
+    /// `{"events": […], "nextAfterSequence": N}` for one customer's events: N is the last sequence returned (or the
+    /// `afterSequence` asked for when none was), the next page's `afterSequence`.
+    public static func customerPageJSON(_ events: [OutboxEventRow], afterSequence: Int64) -> [UInt8] {
+        var out = Array(#"{"events":["#.utf8)
+        for (i, e) in events.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: e.payload.utf8)
+        }
+        out.append(contentsOf: #"],"nextAfterSequence":\#(events.last?.sequence ?? afterSequence)}"#.utf8)
+        return out
+    }
+
+    static func body(_ events: [OutboxEventRow], nextCursor: JSONValue) -> [UInt8] {
+        var out = Array(#"{"events":["#.utf8)
+        for (i, e) in events.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: e.payload.utf8)
+        }
+        out.append(contentsOf: #"],"nextCursor":"#.utf8)
+        out.append(contentsOf: nextCursor.serialized())
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}

@@ -1,0 +1,200 @@
+import KakinCore
+
+/// One event as stored: its contract JSON (`payload`, the exact bytes a webhook sends and the feed answers) and the
+/// columns the feed, the deliveries and retention select on. `KakinEvents` builds these; storage knows no event types.
+public struct OutboxEventRow: Sendable, Hashable {
+    public var eventId: String
+    public var customerId: String
+    public var sequence: Int64
+    public var type: String
+    public var createdAtMs: Int64
+    public var environment: String?
+    public var bundleId: String?
+    public var payload: String
+
+    public init(eventId: String, customerId: String, sequence: Int64, type: String, createdAtMs: Int64,
+                environment: String?, bundleId: String?, payload: String) {
+        self.eventId = eventId
+        self.customerId = customerId
+        self.sequence = sequence
+        self.type = type
+        self.createdAtMs = createdAtMs
+        self.environment = environment
+        self.bundleId = bundleId
+        self.payload = payload
+    }
+}
+
+/// A place in the feed (`GET /v1/events?after=`), opaque to clients: the writing transaction (PostgreSQL's id;
+/// 0 on SQLite) and the row's position. `start` is before every event.
+public struct EventFeedCursor: Sendable, Hashable, Comparable {
+    public var txid: Int64
+    public var position: Int64
+
+    public static let start = EventFeedCursor(txid: 0, position: 0)
+
+    public init(txid: Int64, position: Int64) {
+        self.txid = txid
+        self.position = position
+    }
+
+    public var token: String { Base64.urlEncode(Array("ev:\(txid):\(position)".utf8)) }
+
+    /// Nil for anything this server did not hand out.
+    public init?(token: String) {
+        guard token.utf8.count <= 128, let bytes = Base64.decode(token), let text = String(validating: bytes, as: UTF8.self),
+              text.hasPrefix("ev:") else { return nil }
+        let parts = text.dropFirst(3).split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let t = Int64(parts[0]), let p = Int64(parts[1]), t >= 0, p >= 0 else { return nil }
+        txid = t
+        position = p
+    }
+
+    public static func < (a: EventFeedCursor, b: EventFeedCursor) -> Bool { (a.txid, a.position) < (b.txid, b.position) }
+}
+
+/// One page of the feed: the events' JSON in feed order and where the next page starts.
+public struct EventFeedPage: Sendable {
+    public var events: [OutboxEventRow]
+    /// After the last event returned, or after the last one looked at when a type filter skipped the rest of the
+    /// window; the cursor asked for when nothing new has committed yet.
+    public var nextCursor: EventFeedCursor
+
+    public init(events: [OutboxEventRow], nextCursor: EventFeedCursor) {
+        self.events = events
+        self.nextCursor = nextCursor
+    }
+}
+
+extension KakinStore {
+    /// Events appended in one call, at most (one change rarely produces more than a handful).
+    public static let eventsPerAppendMax = 100
+    /// One event's JSON, at most: it carries the customer's whole status, which is never near this.
+    public static let eventPayloadBytesMax = 1 << 20
+    /// Feed pages: 1…500 events (the contract).
+    public static let feedLimitRange = 1...500
+    /// Rows a filtered feed page looks at, at most: a filter that matches rarely still answers in bounded time,
+    /// with a cursor past what it skipped.
+    public static let feedScanRowsMax = 5_000
+
+    // MARK: Appending (inside the writer's transaction)
+
+    /// Reserves the next `count` sequence numbers of `customerId` inside the caller's write and answers the first.
+    /// One upsert of the customer's `outbox_heads` row: concurrent appends for one customer serialize on that row
+    /// (PostgreSQL fails and re-runs one of two SERIALIZABLE transactions that both wrote it), and the numbers
+    /// roll back with the transaction, so a customer's sequence has no gap and no duplicate.
+    public static func reserveEventSequences(_ db: SQLConnection, customerId: String, count: Int) throws -> Int64 {
+        precondition((1...eventsPerAppendMax).contains(count), "events per append must be 1...\(eventsPerAppendMax)")
+        guard let last = try db.queryOne("""
+            INSERT INTO outbox_heads (customer_id, last_sequence) VALUES (?, ?)
+            ON CONFLICT (customer_id) DO UPDATE SET last_sequence = outbox_heads.last_sequence + ?
+            RETURNING last_sequence
+            """, [.text(customerId), .integer(Int64(count)), .integer(Int64(count))])?.int("last_sequence") else {
+            throw SQLError(kind: .misuse, message: "outbox_heads upsert returned no row")
+        }
+        precondition(last >= Int64(count), "a customer's last sequence is at least the count just reserved")
+        return last - Int64(count) + 1
+    }
+
+    /// Stores events whose sequences the same write reserved (`reserveEventSequences`). The unique
+    /// `(customer_id, sequence)` backs the reservation: a number used twice fails the write instead of reaching a feed.
+    public static func insertOutboxEvents(_ db: SQLConnection, _ rows: [OutboxEventRow]) throws {
+        precondition(rows.count <= eventsPerAppendMax, "events per append must be at most \(eventsPerAppendMax)")
+        for row in rows {
+            precondition(row.sequence >= 1, "sequences count from 1")
+            precondition(row.payload.utf8.count <= eventPayloadBytesMax, "an event's JSON is at most \(eventPayloadBytesMax) bytes")
+            try db.execute("""
+                INSERT INTO outbox_events (event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(row.eventId), .text(row.customerId), .integer(row.sequence), .text(row.type), .integer(row.createdAtMs),
+                      SQLValue(row.environment), SQLValue(row.bundleId), .text(row.payload)])
+        }
+    }
+
+    /// The customer's last event sequence (0 before the first): the status's `version`. One primary-key lookup,
+    /// inside any read or write.
+    public static func lastEventSequence(_ db: SQLConnection, customerId: String) throws -> Int64 {
+        try db.queryOne("SELECT last_sequence FROM outbox_heads WHERE customer_id = ?", [.text(customerId)])?.int("last_sequence") ?? 0
+    }
+
+    /// `lastEventSequence` in a read of its own.
+    public func eventVersion(customerId: String) async throws(KakinError) -> Int64 {
+        try await read { db in try Self.lastEventSequence(db, customerId: customerId) }
+    }
+
+    // MARK: The feed
+
+    /// The condition that keeps a feed read (or a fan-out) to rows no later commit can precede: on PostgreSQL, rows
+    /// of transactions that ended before every transaction still running began (below the snapshot's xmin). A
+    /// transaction still running, or not yet given an id, writes rows with a larger `txid`, so they always come
+    /// after any cursor handed out from what is visible now. SQLite has one writer: what is committed is in order.
+    static func feedVisibility(_ db: SQLConnection) -> String {
+        db.dialect == .postgresql ? " AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint" : ""
+    }
+
+    static func outboxRow(_ r: SQLRow) -> OutboxEventRow {
+        OutboxEventRow(eventId: r.string("event_id") ?? "", customerId: r.string("customer_id") ?? "", sequence: r.int("sequence") ?? 0,
+                       type: r.string("event_type") ?? "", createdAtMs: r.int("created_at_ms") ?? 0, environment: r.string("environment"),
+                       bundleId: r.string("bundle_id"), payload: r.string("payload") ?? "")
+    }
+
+    static let outboxColumns = "feed_pos, txid, event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload"
+
+    /// Events after `cursor` in feed order (commit order on SQLite; on PostgreSQL an order no later commit can
+    /// change, see `feedVisibility`), at most `limit`. `types`: only those (exact type strings; nil = every type).
+    public func eventFeed(after cursor: EventFeedCursor, limit: Int, types: Set<String>?) async throws(KakinError) -> EventFeedPage {
+        precondition(Self.feedLimitRange.contains(limit), "feed limit must be in \(Self.feedLimitRange)")
+        return try await read { db in
+            if let types {
+                // Look at a bounded window; only matching rows carry their payload.
+                let list = types.sorted()
+                let inList = list.isEmpty ? "0 = 1" : "event_type IN (\(Array(repeating: "?", count: list.count).joined(separator: ", ")))"
+                let rows = try db.query("""
+                    SELECT feed_pos, txid, event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id,
+                        CASE WHEN \(inList) THEN payload END AS payload
+                    FROM outbox_events WHERE (txid, feed_pos) > (?, ?)\(Self.feedVisibility(db))
+                    ORDER BY txid, feed_pos LIMIT ?
+                    """, list.map { .text($0) } + [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(Self.feedScanRowsMax))])
+                var events: [OutboxEventRow] = []
+                var next = cursor
+                for r in rows {
+                    next = EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0)
+                    if r.string("payload") != nil {
+                        events.append(Self.outboxRow(r))
+                        if events.count == limit { break }
+                    }
+                }
+                return EventFeedPage(events: events, nextCursor: next)
+            }
+            let rows = try db.query("""
+                SELECT \(Self.outboxColumns) FROM outbox_events WHERE (txid, feed_pos) > (?, ?)\(Self.feedVisibility(db))
+                ORDER BY txid, feed_pos LIMIT ?
+                """, [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(limit))])
+            let next = rows.last.map { EventFeedCursor(txid: $0.int("txid") ?? 0, position: $0.int("feed_pos") ?? 0) } ?? cursor
+            return EventFeedPage(events: rows.map(Self.outboxRow), nextCursor: next)
+        }
+    }
+
+    /// A customer's events with a sequence above `afterSequence`, in sequence order, at most `limit`. Only what
+    /// retention kept: a page may start above `afterSequence + 1`.
+    public func customerEvents(customerId: String, afterSequence: Int64, limit: Int) async throws(KakinError) -> [OutboxEventRow] {
+        precondition(Self.feedLimitRange.contains(limit), "feed limit must be in \(Self.feedLimitRange)")
+        return try await read { db in
+            try db.query("""
+                SELECT \(Self.outboxColumns) FROM outbox_events WHERE customer_id = ? AND sequence > ? ORDER BY sequence LIMIT ?
+                """, [.text(customerId), .integer(afterSequence), .integer(Int64(limit))]).map(Self.outboxRow)
+        }
+    }
+
+    /// Events by id (the ones retention kept), in feed order.
+    public func outboxEvents(ids: [String]) async throws(KakinError) -> [OutboxEventRow] {
+        precondition(ids.count <= Self.replayEventIdsMax, "at most \(Self.replayEventIdsMax) ids")
+        if ids.isEmpty { return [] }
+        return try await read { db in
+            try db.query("""
+                SELECT \(Self.outboxColumns) FROM outbox_events WHERE event_id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))
+                ORDER BY txid, feed_pos
+                """, ids.map { .text($0) }).map(Self.outboxRow)
+        }
+    }
+}
