@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
         // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
         // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
-        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal"],
+        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal", "KakinEvents"],
                 exclude: ["README.md"]),
         // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
         // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.

@@ -75,6 +75,12 @@ public enum EventOutbox {
     ///   - customerStatus: the customer's status after the change, as `GET /v1/customers/{id}` answers it.
     ///   - nowMs: `createdAt` (Kakin's clock: the simulator's in local mode).
     /// - Returns: the stored events, in sequence order.
+    /// `append` inside a use case's write.
+    @discardableResult
+    public static func append(_ r: Records, customerId: String, drafts: [EventDraft], customerStatus: JSONValue) throws -> [Event] {
+        try append(r.connection, customerId: customerId, drafts: drafts, customerStatus: customerStatus, nowMs: r.nowMs, ids: r.idGenerator)
+    }
+
     public static func append(_ db: SQLConnection, customerId: String, drafts: [EventDraft], customerStatus: JSONValue,
                               nowMs: Int64, ids: any IDGenerator) throws -> [Event] {
         if drafts.isEmpty { return [] }

@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreSecurity
 import KakinCore
+import KakinEvents
 import KakinStorage
 
 /// Kakin's use cases, built once over the store, the verifier and the clocks. The HTTP routes, the support desk,
@@ -15,14 +16,21 @@ public final class KakinServices: Sendable {
         public var appReceiptRootsDER: [[UInt8]]?
         /// Processing attempts before a notification is given up on (`dead`); see `NotificationRetryPolicy`.
         public var notificationAttemptsMax: Int
+        /// Webhook endpoints and the feed's retention (`events`).
+        public var events: EventsSettings
+        /// How the webhook worker works (timeouts, slots, retries); tests shorten them.
+        public var webhookOptions: WebhookDeliveryWorker.Options
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
-                    appReceiptRootsDER: [[UInt8]]? = nil, notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax) {
+                    appReceiptRootsDER: [[UInt8]]? = nil, notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax,
+                    events: EventsSettings = EventsSettings(), webhookOptions: WebhookDeliveryWorker.Options = WebhookDeliveryWorker.Options()) {
             self.apps = apps
             self.wallet = wallet
             self.transferPolicy = transferPolicy
             self.appReceiptRootsDER = appReceiptRootsDER
             self.notificationAttemptsMax = notificationAttemptsMax
+            self.events = events
+            self.webhookOptions = webhookOptions
         }
     }
 
@@ -39,6 +47,9 @@ public final class KakinServices: Sendable {
     /// The App Store Server API and the offer-signing key, once configured.
     public let appStore = AppStoreAccess()
 
+    /// Delivers the events the use cases append (signed webhooks), and keeps the feed to its retention.
+    public let webhooks: WebhookDeliveryWorker
+    public let events: CustomerEvents
     public let ingest: Ingest
     public let statusReads: CustomerStatusReads
     public let notifications: NotificationInbox
@@ -48,9 +59,11 @@ public final class KakinServices: Sendable {
     public let wallets: Wallets
     public let offers: Offers
 
-    /// - Parameter retryClock: schedules retries in real time, whatever clock the business logic runs on.
+    /// - Parameters:
+    ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
+    ///   - webhookSender: how webhooks are sent (URLSession; tests give another).
     public init(store: KakinStore, verifier: SignedDataVerifier, settings: Settings, clock: any Clock, retryClock: any Clock,
-                logger: Logger, metrics: Metrics = Metrics()) {
+                logger: Logger, metrics: Metrics = Metrics(), webhookSender: (any WebhookSender)? = nil) {
         self.store = store
         self.verifier = verifier
         self.settings = settings
@@ -66,18 +79,27 @@ public final class KakinServices: Sendable {
         let jobsWorker = BackgroundLoop(pollIntervalMs: 15_000)
         appStoreJobs = AppStoreJobs(store: store, access: access, apps: apps, metrics: metrics, logger: logger, clock: clock,
                                     retryClock: retryClock, worker: jobsWorker)
+        let claims = NotificationClaims()
+        var webhookOptions = settings.webhookOptions
+        webhookOptions.retentionDays = settings.events.retentionDays
+        let worker = WebhookDeliveryWorker(
+            store: store, endpoints: settings.events.webhooks, sender: webhookSender ?? URLSessionWebhookSender(), clock: retryClock,
+            eventClock: clock, owner: claims.owner, options: webhookOptions,
+            log: { level, message, metadata in logger.log(level == .error ? .error : level == .warning ? .warning : .info, message, metadata) })
+        webhooks = worker
+        events = CustomerEvents(catalog: merged, wake: { worker.wake() })
         ingest = Ingest(store: store, verifier: verifier, catalogs: apps.mapValues(\.catalog), walletPolicy: settings.wallet,
                         transferPolicy: settings.transferPolicy, metrics: metrics,
-                        setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() })
-        statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock)
-        let claims = NotificationClaims()
+                        setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
+                        events: events)
+        statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
         notifications = NotificationInbox(store: store, ingest: ingest, metrics: metrics, logger: logger, apps: apps, retryClock: retryClock,
                                           attemptsMax: settings.notificationAttemptsMax, claims: claims,
                                           worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() })
         appStoreSync = AppStoreSync(store: store, access: access, ingest: ingest, inbox: notifications, logger: logger, clock: clock,
                                     retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner)
         extensions = SubscriptionExtensions(store: store, access: access, ingest: ingest, statusReads: statusReads, apps: apps, logger: logger)
-        wallets = Wallets(store: store, spendOrder: settings.wallet.spendOrder, metrics: metrics, logger: logger)
+        wallets = Wallets(store: store, spendOrder: settings.wallet.spendOrder, metrics: metrics, logger: logger, events: events)
         offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
     }
 

@@ -18,7 +18,7 @@ import Testing
 
     /// The newest signed copy Kakin holds of the customer's subscription, decoded.
     func latestTransaction(_ k: SimulatedKakin, _ customer: String) async throws -> JSONValue {
-        let snapshot = try await k.app.store.customerSnapshot(customer)
+        let snapshot = try #require(try await k.app.store.customerSnapshot(customer))
         return try #require(snapshot.history.transactions.first?.raw)
     }
 

@@ -175,7 +175,7 @@ import Testing
             for i in 0..<6 {
                 group.addTask {
                     do throws(KakinError) {
-                        _ = try await store.ensureCustomer("queued\(i)")
+                        _ = try await store.transaction { r in try r.ensureCustomer("queued\(i)") }
                         return nil
                     } catch { return error }
                 }

@@ -15,16 +15,17 @@ let unusedVerifier: SignedDataVerifier = {
 
 let premium = Product(productId: "premium", kind: .autoRenewable, groupId: "g", period: ISOPeriod(months: 1))
 let testCatalog = Catalog([coins100, premium])
+let testEvents = CustomerEvents(catalog: testCatalog, wake: {})
 
 /// The ingest over `store` for the test app `com.example`.
 func ingest(_ store: KakinStore, policy: TransferPolicy = .keepFirstOwner, wallet: WalletPolicy = WalletPolicy(),
             setsAppAccountTokens: Bool = false) -> Ingest {
     Ingest(store: store, verifier: unusedVerifier, catalogs: ["com.example": testCatalog], walletPolicy: wallet, transferPolicy: policy,
-           metrics: Metrics(), setsAppAccountTokens: { _ in setsAppAccountTokens }, wakeAppStoreJobs: {})
+           metrics: Metrics(), setsAppAccountTokens: { _ in setsAppAccountTokens }, wakeAppStoreJobs: {}, events: testEvents)
 }
 
 func wallets(_ store: KakinStore, order: SpendOrder = .freeFirst) -> Wallets {
-    Wallets(store: store, spendOrder: order, metrics: Metrics(), logger: Logger(minimum: .error))
+    Wallets(store: store, spendOrder: order, metrics: Metrics(), logger: Logger(minimum: .error), events: testEvents)
 }
 
 extension Ingest {

@@ -53,6 +53,7 @@ extension IngestOutcome {
 
 /// One state change the ingest made, typed: what later capabilities (events, numbers) are made of.
 public enum IngestChange: Sendable, Hashable {
+    case customerCreated(customerId: String)
     case renewalInfoStored(originalTransactionId: String)
     case transactionStored(transactionId: String)
     case linked(originalTransactionId: String, customerId: String)
@@ -72,6 +73,8 @@ public struct IngestResult: Sendable {
     public var retryLater = false
     /// The owner's status inputs as the write left them, when asked for and read in the write (`withStatus`).
     public var statusSnapshot: CustomerSnapshot?
+    /// Events the write appended (for every customer it changed).
+    public var eventsAppended = 0
 
     init(outcome: IngestOutcome?, owner: String?, changes: [IngestChange], retryLater: Bool = false) {
         self.outcome = outcome
@@ -96,6 +99,8 @@ public struct Ingest: Sendable {
     let setsAppAccountTokens: @Sendable (_ bundleId: String) -> Bool
     /// Wakes the worker that makes the calls Kakin owes the App Store.
     let wakeAppStoreJobs: @Sendable () -> Void
+    /// What the changes tell the customers' backends (appended in the same write).
+    let events: CustomerEvents
 
     // MARK: Verification, once per signed payload
 
@@ -161,6 +166,8 @@ public struct Ingest: Sendable {
                         purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, setsToken: setsToken)
         let result = try await store.transaction { r in
             var result = try plan.run(r, transaction: transaction, renewalInfo: renewalInfo)
+            result.eventsAppended = try events.record(r, result.changes, transaction: transaction?.payload ?? nil,
+                                                      renewalInfo: renewalInfo?.payload, owner: result.owner)
             try alsoInWrite?(r, result)
             if withStatus, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner,
                var snapshot = try r.statusInputs(owner) {
@@ -178,6 +185,7 @@ public struct Ingest: Sendable {
             throw KakinError(.unknownProduct, detail: "product \(tx.productId) of transaction \(tx.transactionId) is not in the catalog")
         }
         if setsToken, result.owner != nil { wakeAppStoreJobs() }
+        if result.eventsAppended > 0 { events.wake() }
         return result
     }
 
@@ -222,7 +230,8 @@ public struct Ingest: Sendable {
                                     retryLater: options.unknownProduct == .retryLater)
             }
 
-            let customer = try r.ensureCustomer(owner)
+            let (customer, created) = try r.ensureCustomer(owner)
+            if created { changes.append(.customerCreated(customerId: owner)) }
             if try r.apply(decision, for: tx) {
                 if case .transfer(let from, let to) = decision {
                     changes.append(.transferred(originalTransactionId: tx.originalTransactionId, from: from, to: to))

@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import KakinEvents
 import KakinStorage
 
 /// App Store Server Notifications V2: verify, store durably, acknowledge, then apply in the background through the
@@ -112,9 +113,17 @@ public struct NotificationInbox: Sendable {
                 "error.detail": .string(error.detail ?? error.message), "retry.inMs": .int(delayMs),
             ])
             let about = Self.subject(of: n.jws)
-            try? await store.failNotification(n.notificationUUID, error: error.description, nextAttemptMs: retryClock.nowMs() + delayMs,
-                                              dead: dead, originalTransactionId: about.originalTransactionId,
-                                              appAccountToken: about.appAccountToken)
+            let (uuid, description, next, events) = (n.notificationUUID, error.description, retryClock.nowMs() + delayMs, ingest.events)
+            let told = try? await store.transaction { r in
+                let customer = try r.failNotification(uuid, error: description, nextAttemptMs: next, dead: dead,
+                                                      originalTransactionId: about.originalTransactionId, appAccountToken: about.appAccountToken)
+                // A notification given up on is something the customer's backend should know (it may be a missing credit).
+                guard dead, let customer else { return 0 }
+                return try events.record(r, customerId: customer, facts: [EventDraft(type: .notificationDead, data: [
+                    "notificationUUID": .string(uuid), "originalTransactionId": .string(about.originalTransactionId), "error": .string(description),
+                ])])
+            }
+            if (told ?? 0) > 0 { events.wake() }
         }
     }
 

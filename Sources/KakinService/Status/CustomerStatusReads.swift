@@ -1,4 +1,5 @@
 import KakinCore
+import KakinEvents
 import KakinStorage
 
 /// A customer's status as the engine evaluated it, with what the answer needs beside it.
@@ -7,10 +8,15 @@ public struct EvaluatedCustomer: Sendable {
     public var history: CustomerHistory
     public var status: CustomerStatus
     public var wallet: WalletBalance
+    /// The customer's last event sequence: what the status is as of, to compare with the events a backend received.
+    public var version: Int64
 
     /// The contract's `GET /v1/customers/{id}` body.
     public var json: JSONValue {
-        status.json(customerId: customer.customerId, appAccountToken: customer.appAccountToken, wallet: wallet)
+        guard case .object(var o) = status.json(customerId: customer.customerId, appAccountToken: customer.appAccountToken, wallet: wallet)
+        else { preconditionFailure("a status is an object") }
+        o["version"] = .int(version)
+        return .object(o)
     }
 }
 
@@ -21,6 +27,7 @@ public struct CustomerStatusReads: Sendable {
     let store: KakinStore
     let catalog: Catalog
     let clock: any Clock
+    let events: CustomerEvents
 
     /// The status from the status inputs, or from the whole history when they can't stand for it.
     public func status(_ customerId: String) async throws(KakinError) -> EvaluatedCustomer {
@@ -28,22 +35,36 @@ public struct CustomerStatusReads: Sendable {
         if let inputs = try await store.customerStatusInputs(customerId) {
             snapshot = inputs
         } else {
-            snapshot = try await store.customerSnapshot(customerId)
+            snapshot = try await create(customerId)
         }
-        if StatusInputs.needsWholeHistory(snapshot.history.transactions) {
-            snapshot = try await store.customerSnapshot(customerId)
+        if StatusInputs.needsWholeHistory(snapshot.history.transactions), let whole = try await store.customerSnapshot(customerId) {
+            snapshot = whole
         }
         return evaluate(snapshot)
     }
 
     /// The status from the whole history (offers count redemptions across it).
     public func statusFromWholeHistory(_ customerId: String) async throws(KakinError) -> EvaluatedCustomer {
-        evaluate(try await store.customerSnapshot(customerId))
+        if let whole = try await store.customerSnapshot(customerId) { return evaluate(whole) }
+        return evaluate(try await create(customerId))
+    }
+
+    /// A customer seen for the first time: created (with its `customer.created` event) and read in the same write.
+    func create(_ customerId: String) async throws(KakinError) -> CustomerSnapshot {
+        let events = events
+        let snapshot = try await store.transaction { r in
+            if try r.ensureCustomer(customerId).created { try events.record(r, customerId: customerId, facts: [EventDraft(type: .customerCreated)]) }
+            guard let snapshot = try r.statusInputs(customerId) else { preconditionFailure("a customer just ensured exists") }
+            return snapshot
+        }
+        events.wake()
+        return snapshot
     }
 
     /// The status of rows already read (an ingest's write read them).
     public func evaluate(_ snapshot: CustomerSnapshot) -> EvaluatedCustomer {
         EvaluatedCustomer(customer: snapshot.customer, history: snapshot.history,
-                          status: StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: clock.nowMs()), wallet: snapshot.wallet)
+                          status: StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: clock.nowMs()), wallet: snapshot.wallet,
+                          version: snapshot.version)
     }
 }

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinEvents
 import KakinStorage
 
 /// A coin spend: `POST …/wallet/spend`.
@@ -52,6 +53,7 @@ public struct Wallets: Sendable {
     let spendOrder: SpendOrder
     let metrics: Metrics
     let logger: Logger
+    let events: CustomerEvents
 
     public func balance(_ customerId: String) async throws(KakinError) -> WalletBalance {
         try await store.wallet(customerId)
@@ -61,6 +63,7 @@ public struct Wallets: Sendable {
     /// - Parameter requestId: named in a stored 409's error body (the first request's, replayed).
     public func spend(_ s: SpendRequest, requestId: String) async throws(KakinError) -> IdempotentAnswer {
         let order = spendOrder
+        let events = events
         let answer = try await store.transaction { r in
             try r.idempotently(customerId: s.customerId, scope: "spend", key: s.idempotencyKey, request: s.canonicalRequest) {
                 let balance = try r.wallet(s.customerId)
@@ -77,15 +80,23 @@ public struct Wallets: Sendable {
                         entryId: r.newEntryId(), customerId: s.customerId, atMs: r.nowMs, kind: .spend, paid: -split.paid, free: -split.free,
                         reference: spendId, effectKey: nil, item: s.item, recipient: s.recipient))
                     precondition(moved == after, "the answered balance is the balance the spend left")
+                    var data: [String: JSONValue] = ["spendId": .string(spendId), "amount": .int(s.amount), "item": .string(s.item)]
+                    if let recipient = s.recipient { data["recipient"] = .string(recipient) }
+                    try events.record(r, customerId: s.customerId, facts: [.coins(.coinsSpent, paid: -split.paid, free: -split.free,
+                                                                                  reference: spendId, data)])
                 }
             }
         }
-        if answer.status == 201, !answer.replayed { metrics.increment(.spends) }
+        if answer.status == 201, !answer.replayed {
+            metrics.increment(.spends)
+            events.wake()
+        }
         return answer
     }
 
     /// Grants free coins: 201 `{grantId, amount, reason, wallet}`, replayed for the same key.
     public func grant(_ g: GrantRequest) async throws(KakinError) -> IdempotentAnswer {
+        let events = events
         let answer = try await store.transaction { r in
             try r.idempotently(customerId: g.customerId, scope: "grant", key: g.idempotencyKey, request: g.canonicalRequest) {
                 if g.deskActor != nil, try r.customer(g.customerId) == nil { throw KakinError(.customerNotFound) }
@@ -97,7 +108,10 @@ public struct Wallets: Sendable {
                     let moved = try r.moveCoinsCreatingCustomer(LedgerMovement(
                         entryId: entryId, customerId: g.customerId, atMs: r.nowMs, kind: .grant, paid: 0, free: g.amount,
                         reference: g.idempotencyKey, effectKey: nil, item: g.reason))
-                    precondition(moved == after, "the answered balance is the balance the grant left")
+                    precondition(moved.balance == after, "the answered balance is the balance the grant left")
+                    let granted = EventDraft.coins(.coinsGranted, paid: 0, free: g.amount, reference: entryId, ["reason": .string(g.reason)])
+                    try events.record(r, customerId: g.customerId,
+                                      facts: (moved.createdCustomer ? [EventDraft(type: .customerCreated)] : []) + [granted])
                     if let actor = g.deskActor {
                         try r.recordTimeline(customerId: g.customerId, kind: "admin.grant", reference: entryId,
                                              detail: ["by": .string(actor), "amount": .int(g.amount), "reason": .string(g.reason)])
@@ -105,7 +119,10 @@ public struct Wallets: Sendable {
                 }
             }
         }
-        if !answer.replayed { metrics.increment(.grants) }
+        if !answer.replayed {
+            metrics.increment(.grants)
+            events.wake()
+        }
         return answer
     }
 

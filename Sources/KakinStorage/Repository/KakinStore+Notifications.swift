@@ -55,16 +55,9 @@ extension KakinStore {
     /// carries (read from its stored payload by the caller) link it to its customer even though it never applied.
     public func failNotification(_ uuid: String, error: String, nextAttemptMs: Int64, dead: Bool = false,
                                  originalTransactionId: String? = nil, appAccountToken: String? = nil) async throws(KakinError) {
-        try await write { db in
-            try db.execute("""
-                UPDATE notifications SET attempts = attempts + 1, last_error = ?, next_attempt_ms = ?, state = ?,
-                    original_transaction_id = COALESCE(original_transaction_id, ?),
-                    customer_id = COALESCE(customer_id, (SELECT customer_id FROM original_links WHERE original_transaction_id = ?),
-                                           (SELECT customer_id FROM customers WHERE app_account_token = ?))
-                WHERE notification_uuid = ?
-                """, [.text(String(error.prefix(500))), .integer(nextAttemptMs),
-                      .text(dead ? NotificationState.dead.rawValue : NotificationState.pending.rawValue),
-                      SQLValue(originalTransactionId), SQLValue(originalTransactionId), SQLValue(appAccountToken), .text(uuid)])
+        try await transaction { r in
+            _ = try r.failNotification(uuid, error: error, nextAttemptMs: nextAttemptMs, dead: dead, originalTransactionId: originalTransactionId,
+                                       appAccountToken: appAccountToken)
         }
     }
 
@@ -97,5 +90,24 @@ extension Records {
         if let customerId {
             try recordTimeline(customerId: customerId, kind: "notification.\(state.rawValue)", reference: uuid, detail: .null)
         }
+    }
+}
+
+extension Records {
+    /// Records a failed processing attempt (see `KakinStore.failNotification`); answers the customer the notification
+    /// is about, when known.
+    public func failNotification(_ uuid: String, error: String, nextAttemptMs: Int64, dead: Bool,
+                                 originalTransactionId: String?, appAccountToken: String?) throws -> String? {
+        let row = try db.queryOne("""
+            UPDATE notifications SET attempts = attempts + 1, last_error = ?, next_attempt_ms = ?, state = ?,
+                original_transaction_id = COALESCE(original_transaction_id, ?),
+                customer_id = COALESCE(customer_id, (SELECT customer_id FROM original_links WHERE original_transaction_id = ?),
+                                       (SELECT customer_id FROM customers WHERE app_account_token = ?))
+            WHERE notification_uuid = ? RETURNING customer_id
+            """, [.text(String(error.prefix(500))), .integer(nextAttemptMs),
+                  .text(dead ? NotificationState.dead.rawValue : NotificationState.pending.rawValue),
+                  SQLValue(originalTransactionId), SQLValue(originalTransactionId), SQLValue(appAccountToken), .text(uuid)])
+        precondition(row != nil, "only a stored notification fails")
+        return row?.string("customer_id")
     }
 }

@@ -8,6 +8,8 @@ public struct CustomerSnapshot: Sendable {
     /// subscriptions, decoded from their stored status fields (`StoredStatusFields`; verified when stored).
     public var history: CustomerHistory
     public var wallet: WalletBalance
+    /// The customer's last event sequence (0 before the first): the status's `version`.
+    public var version: Int64 = 0
 }
 
 extension Records {
@@ -16,17 +18,21 @@ extension Records {
     /// stand for the whole, read `wholeHistory` instead.
     public func statusInputs(_ customerId: String) throws -> CustomerSnapshot? {
         guard let row = try db.queryOne("""
-            SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms, w.paid AS paid, w.free AS free
-            FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id WHERE c.customer_id = ?
+            SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms, w.paid AS paid, w.free AS free,
+                   h.last_sequence AS version
+            FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
+                LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
+            WHERE c.customer_id = ?
             """, [.text(customerId)]) else { return nil }
         let customer = KakinStore.Customer(customerId: customerId, appAccountToken: row.string("app_account_token") ?? "",
                                            createdAtMs: row.int("created_at_ms") ?? 0)
         let wallet = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
+        let version = row.int("version") ?? 0
         let txs = try db.query("""
             SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
             LIMIT ?
             """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(KakinStore.historyRowsMax))])
-        guard !txs.isEmpty else { return CustomerSnapshot(customer: customer, history: CustomerHistory(), wallet: wallet) }
+        guard !txs.isEmpty else { return CustomerSnapshot(customer: customer, history: CustomerHistory(), wallet: wallet, version: version) }
         // Only the status-input index may answer the subquery (no product_type test, which another index would
         // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
         let renewals = try db.query("""
@@ -34,11 +40,10 @@ extension Records {
                 SELECT original_transaction_id FROM transactions WHERE customer_id = ? AND status_input = 1)
             LIMIT ?
             """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: wallet)
+        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: wallet, version: version)
     }
 
-    /// The customer's whole history (the newest `historyRowsMax` transactions), creating the customer on first sight
-    /// only in a write.
+    /// The customer's whole history (the newest `historyRowsMax` transactions).
     public func wholeHistory(_ customer: KakinStore.Customer) throws -> CustomerSnapshot {
         let txs = try db.query("""
             SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND product_type <> ?
@@ -49,7 +54,8 @@ extension Records {
             JOIN original_links l ON l.original_transaction_id = r.original_transaction_id
             WHERE l.customer_id = ? LIMIT ?
             """, [.text(customer.customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: try wallet(customer.customerId))
+        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: try wallet(customer.customerId),
+                                version: try eventHead(customer.customerId).lastSequence)
     }
 
     static func history(_ transactions: [SQLRow], _ renewals: [SQLRow]) -> CustomerHistory {
@@ -62,9 +68,9 @@ extension KakinStore {
     /// Bounds a status read: a customer with more history than this is answered from the newest part.
     static let historyRowsMax = 10_000
 
-    public func customerSnapshot(_ customerId: String) async throws(KakinError) -> CustomerSnapshot {
-        let customer = try await ensureCustomer(customerId)
-        return try await snapshot { r in try r.wholeHistory(customer) }
+    /// The customer's whole history; nil for a customer never seen.
+    public func customerSnapshot(_ customerId: String) async throws(KakinError) -> CustomerSnapshot? {
+        try await snapshot { r in try r.customer(customerId).map(r.wholeHistory) }
     }
 
     /// What a status read needs, in one read (`Records.statusInputs`); nil for a customer never seen.

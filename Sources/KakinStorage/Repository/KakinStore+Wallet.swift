@@ -82,10 +82,12 @@ extension Records {
         return IdempotentAnswer(status: effect.status, body: effect.body, replayed: false)
     }
 
-    /// Moves coins for a customer who may not exist yet (a grant to a new customer creates it, with its token).
-    @discardableResult
-    public func moveCoinsCreatingCustomer(_ movement: LedgerMovement) throws -> WalletBalance {
-        try KakinStore.moveCoins(db, movement, creatingCustomerWith: ids.uuid)
+    /// Moves coins for a customer who may not exist yet (a grant to a new customer creates it, with its token);
+    /// `createdCustomer` says whether it did.
+    public func moveCoinsCreatingCustomer(_ movement: LedgerMovement) throws -> (balance: WalletBalance, createdCustomer: Bool) {
+        var created = false
+        let balance = try KakinStore.moveCoins(db, movement, creatingCustomerWith: { created = true; return ids.uuid() })
+        return (balance, created)
     }
 }
 

@@ -70,15 +70,6 @@ public final class KakinStore: Sendable {
         try await read { db in try Self.loadCustomer(db, customerId) }
     }
 
-    /// The customer, created with a fresh `appAccountToken` on first sight (the app needs the token
-    /// before its first purchase, so reading a customer's status creates it).
-    public func ensureCustomer(_ customerId: String) async throws(KakinError) -> Customer {
-        if let c = try await customer(customerId) { return c }
-        let now = clock.nowMs()
-        let ids = ids
-        return try await write { db in try Self.ensureCustomer(db, customerId, newToken: ids.uuid, nowMs: now) }
-    }
-
     static func loadCustomer(_ db: SQLConnection, _ customerId: String) throws -> Customer? {
         guard let row = try db.queryOne(
             "SELECT customer_id, app_account_token, created_at_ms FROM customers WHERE customer_id = ?", [.text(customerId)])

@@ -29,10 +29,12 @@ public struct Records {
         try KakinStore.loadCustomer(db, customerId)
     }
 
-    /// The customer, created with a fresh `appAccountToken` (and an empty wallet) on first sight.
+    /// The customer, created with a fresh `appAccountToken` (and an empty wallet) on first sight; `created` says
+    /// whether this write created it.
     @discardableResult
-    public func ensureCustomer(_ customerId: String) throws -> KakinStore.Customer {
-        try KakinStore.ensureCustomer(db, customerId, newToken: ids.uuid, nowMs: nowMs)
+    public func ensureCustomer(_ customerId: String) throws -> (customer: KakinStore.Customer, created: Bool) {
+        if let c = try KakinStore.loadCustomer(db, customerId) { return (c, false) }
+        return (try KakinStore.ensureCustomer(db, customerId, newToken: ids.uuid, nowMs: nowMs), true)
     }
 
     /// The customer whose `appAccountToken` this is, if any.

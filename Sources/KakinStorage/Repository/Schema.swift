@@ -307,5 +307,6 @@ enum Schema {
         walletFillFactorMigration,
         statusFieldsMigration,
         eventsMigration,
+        statusViewsMigration,
     ]
 }

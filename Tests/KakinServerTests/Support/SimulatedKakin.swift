@@ -101,7 +101,7 @@ final class SimulatedKakin: Sendable {
     }
 
     func token(_ customer: String) async throws -> String {
-        try await app.store.ensureCustomer(customer).appAccountToken
+        try await app.services.statusReads.status(customer).customer.appAccountToken
     }
 
     /// Buys in the simulated App Store with the customer's token; returns the simulator's answer.

@@ -1,0 +1,121 @@
+import KakinCore
+
+/// What a customer's backend was last told about the customer's entitlements: the parts of the status that events
+/// describe, stored with the customer's last event (`outbox_heads.status_view`, migration 13). The next change's
+/// status is compared with it, so each transition is told once, whichever path or process brought the fact in, and
+/// a transition the clock made (a period that ended with no notification yet) is told with the next change.
+public struct StatusView: Sendable, Hashable {
+    public struct Subscription: Sendable, Hashable {
+        public var productId: String
+        public var latestTransactionId: String
+        public var state: SubscriptionState
+        public var expiresAtMs: Int64?
+        public var willAutoRenew: Bool
+        public var offerType: String?
+        public var offerId: String?
+    }
+
+    /// By original transaction ID.
+    public var subscriptions: [String: Subscription] = [:]
+    /// Non-consumables owned and non-renewing passes active, by product ID.
+    public var entitlements: Set<String> = []
+
+    public init() {}
+
+    public init(_ status: CustomerStatus) {
+        for s in status.subscriptions { subscriptions[s.originalTransactionId] = Subscription(s) }
+        entitlements = Set(status.nonConsumables.map(\.productId)).union(status.nonRenewing.filter(\.active).map(\.productId))
+    }
+
+    public var json: JSONValue {
+        ["subscriptions": .object(subscriptions.mapValues { s in
+            ["productId": .string(s.productId), "latestTransactionId": .string(s.latestTransactionId), "state": .string(s.state.rawValue),
+             "expiresAtMs": s.expiresAtMs.map(JSONValue.int) ?? .null, "willAutoRenew": .bool(s.willAutoRenew),
+             "offerType": .string(s.offerType), "offerId": .string(s.offerId)]
+         }),
+         "entitlements": .array(entitlements.sorted().map(JSONValue.string))]
+    }
+
+    /// A stored view; nil for anything unreadable (then every current entitlement is told again as new).
+    public init?(json: JSONValue) {
+        guard case .object(let subs)? = json["subscriptions"], let list = json["entitlements"]?.arrayValue else { return nil }
+        for (otid, s) in subs {
+            guard let productId = s["productId"]?.stringValue, let latest = s["latestTransactionId"]?.stringValue,
+                  let state = s["state"]?.stringValue.flatMap(SubscriptionState.init(rawValue:)) else { return nil }
+            subscriptions[otid] = Subscription(productId: productId, latestTransactionId: latest, state: state,
+                                               expiresAtMs: s["expiresAtMs"]?.int64Value, willAutoRenew: s["willAutoRenew"]?.boolValue ?? false,
+                                               offerType: s["offerType"]?.stringValue, offerId: s["offerId"]?.stringValue)
+        }
+        entitlements = Set(list.compactMap(\.stringValue))
+    }
+}
+
+extension StatusView.Subscription {
+    init(_ s: SubscriptionStatus) {
+        self.init(productId: s.productId, latestTransactionId: s.latestTransactionId, state: s.state, expiresAtMs: s.expiresAtMs,
+                  willAutoRenew: s.willAutoRenew, offerType: s.offer?.type.contractName, offerId: s.offer?.id)
+    }
+}
+
+/// The entitlement and subscription events a status change tells, pure: `previous` is what was last told, `current`
+/// the status after the change. Per subscription, in this order: started, plan changed, renewed or extended, offer
+/// redeemed, auto-renew changed, billing issue or recovered, expired or revoked. A subscription first seen already
+/// ended (an old purchase restored) tells nothing.
+public enum StatusEvents {
+    public static func drafts(previous: StatusView, current status: CustomerStatus) -> [EventDraft] {
+        var drafts: [EventDraft] = []
+        for s in status.subscriptions.sorted(by: { $0.originalTransactionId < $1.originalTransactionId }) {
+            let now = StatusView.Subscription(s)
+            func draft(_ type: EventType, _ extra: [String: JSONValue] = [:]) {
+                var data: [String: JSONValue] = ["originalTransactionId": .string(s.originalTransactionId), "productId": .string(s.productId),
+                                                 "transactionId": .string(s.latestTransactionId), "state": .string(s.state.rawValue),
+                                                 "expiresAt": Timestamp.rfc3339(s.expiresAtMs)]
+                for (k, v) in extra { data[k] = v }
+                drafts.append(EventDraft(type: type, data: data))
+            }
+            guard let before = previous.subscriptions[s.originalTransactionId] else {
+                if s.state.isEntitled {
+                    draft(.subscriptionStarted)
+                    if let type = now.offerType { draft(.subscriptionOfferRedeemed, ["offer": ["type": .string(type), "id": .string(now.offerId)]]) }
+                }
+                continue
+            }
+            if before.productId != now.productId {
+                draft(.subscriptionPlanChanged, ["fromProductId": .string(before.productId)])
+            } else if before.latestTransactionId != now.latestTransactionId, s.state.isRenewable {
+                draft(.subscriptionRenewed)
+            } else if before.latestTransactionId == now.latestTransactionId, let old = before.expiresAtMs, let new = now.expiresAtMs, new > old {
+                draft(.subscriptionExtended, ["previousExpiresAt": Timestamp.rfc3339(old)])
+            }
+            if let type = now.offerType, before.latestTransactionId != now.latestTransactionId || before.offerType != now.offerType
+                || before.offerId != now.offerId {
+                draft(.subscriptionOfferRedeemed, ["offer": ["type": .string(type), "id": .string(now.offerId)]])
+            }
+            if before.willAutoRenew != now.willAutoRenew {
+                draft(.subscriptionAutoRenewChanged, ["willAutoRenew": .bool(now.willAutoRenew)])
+            }
+            let wasTroubled = before.state == .inGracePeriod || before.state == .inBillingRetryPeriod
+            let isTroubled = now.state == .inGracePeriod || now.state == .inBillingRetryPeriod
+            if isTroubled, !wasTroubled {
+                draft(.subscriptionBillingIssue)
+            } else if wasTroubled, now.state == .subscribed {
+                draft(.subscriptionRecovered)
+            }
+            if now.state == .expired, before.state != .expired {
+                draft(.subscriptionExpired, ["expirationReason": .string(s.expirationReason?.rawValue)])
+            } else if now.state == .revoked, before.state != .revoked {
+                draft(.subscriptionRevoked)
+            } else if now.state.isEntitled, before.state == .expired || before.state == .revoked {
+                draft(.subscriptionStarted, ["resubscribed": true])
+            }
+        }
+        let now = StatusView(status).entitlements
+        for productId in now.subtracting(previous.entitlements).sorted() {
+            drafts.append(EventDraft(type: .entitlementGranted, data: ["productId": .string(productId)]))
+        }
+        for productId in previous.entitlements.subtracting(now).sorted() {
+            drafts.append(EventDraft(type: .entitlementRevoked, data: ["productId": .string(productId)]))
+        }
+        return drafts
+    }
+}

@@ -1,0 +1,91 @@
+import KakinCore
+import KakinEvents
+import KakinStorage
+
+/// Tells a customer's backend what changed, in the write that changed it: the facts the use case knows (coins
+/// credited, spent, granted, clawed back; a refund; a transfer; the customer created; a notification given up on)
+/// and the entitlement and subscription transitions the customer's status shows against what was last told
+/// (`StatusEvents`), appended to the outbox with the status after the change (`data.customer`, whose `version` is
+/// the last sequence). A change that tells nothing appends nothing.
+public struct CustomerEvents: Sendable {
+    let catalog: Catalog
+    /// Wakes the webhook delivery worker once a write with events committed.
+    let wake: @Sendable () -> Void
+
+    /// Inside a write: appends `facts` and the status's transitions for `customerId`. Returns how many events.
+    @discardableResult
+    public func record(_ r: Records, customerId: String, facts: [EventDraft] = [], environment: String? = nil,
+                       bundleId: String? = nil) throws -> Int {
+        guard var snapshot = try r.statusInputs(customerId) else {
+            precondition(facts.isEmpty, "events are told about a customer that exists")
+            return 0
+        }
+        if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
+        let status = StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: r.nowMs)
+        let head = try r.eventHead(customerId)
+        let told = head.statusView.flatMap { try? JSONParser.parse($0) }.flatMap(StatusView.init(json:)) ?? StatusView()
+        var drafts = facts + StatusEvents.drafts(previous: told, current: status)
+        guard !drafts.isEmpty else { return 0 }
+        for i in drafts.indices where drafts[i].bundleId == nil && drafts[i].environment == nil {
+            drafts[i].bundleId = bundleId
+            drafts[i].environment = environment
+        }
+        let json = status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
+        try EventOutbox.append(r, customerId: customerId, drafts: drafts, customerStatus: json)
+        try r.setStatusView(customerId, StatusView(status).json.jsonString)
+        return drafts.count
+    }
+}
+
+extension EventDraft {
+    /// A coin movement's event: the movement's deltas and what it was for.
+    static func coins(_ type: EventType, paid: Int64, free: Int64, reference: String, _ extra: [String: JSONValue] = [:]) -> EventDraft {
+        var data: [String: JSONValue] = ["paid": .int(paid), "free": .int(free), "reference": .string(reference)]
+        for (k, v) in extra { data[k] = v }
+        return EventDraft(type: type, data: data)
+    }
+}
+
+extension CustomerEvents {
+    /// An ingest's events: for each customer its changes touched (the owner, a transfer's previous owner, whoever a
+    /// refund took coins from), the facts it knows and the status's transitions. A write that changed nothing (a
+    /// duplicate) tells nothing.
+    func record(_ r: Records, _ changes: [IngestChange], transaction: TransactionPayload?, renewalInfo: RenewalInfoPayload?,
+                owner: String?) throws -> Int {
+        guard !changes.isEmpty else { return 0 }
+        var facts: [String: [EventDraft]] = [:]
+        var customers: [String] = owner.map { [$0] } ?? []
+        func add(_ customerId: String, _ draft: EventDraft) {
+            if facts[customerId] == nil, !customers.contains(customerId) { customers.append(customerId) }
+            facts[customerId, default: []].append(draft)
+        }
+        for change in changes {
+            switch change {
+            case .customerCreated(let c):
+                add(c, EventDraft(type: .customerCreated))
+            case .transferred(let otid, let from, let to):
+                for c in [from, to] {
+                    add(c, EventDraft(type: .customerTransferred, data: ["originalTransactionId": .string(otid), "from": .string(from), "to": .string(to)]))
+                }
+            case .purchaseApplied(let applied, let grant):
+                if case .coins(let paid, let free) = grant {
+                    add(applied.customerId, .coins(.coinsCredited, paid: paid, free: free, reference: applied.transactionId,
+                                                   ["reason": "purchase", "productId": .string(transaction?.productId)]))
+                }
+            case .refundReconciled(let transactionId, let c, .refund(let paid, let free, let shortfall, _)):
+                add(c, .coins(.coinsClawedBack, paid: paid, free: free, reference: transactionId, ["shortfall": .int(shortfall)]))
+                add(c, EventDraft(type: .purchaseRefunded, data: ["transactionId": .string(transactionId), "productId": .string(transaction?.productId)]))
+            case .refundReconciled(let transactionId, let c, .reverse(let paid, let free, _)):
+                add(c, .coins(.coinsCredited, paid: paid, free: free, reference: transactionId, ["reason": "refundReversed"]))
+            case .refundReconciled(_, _, .none), .renewalInfoStored, .transactionStored, .linked:
+                break
+            }
+        }
+        let environment = transaction?.environment.rawValue ?? renewalInfo?.environment.rawValue
+        var appended = 0
+        for c in customers {
+            appended += try record(r, customerId: c, facts: facts[c] ?? [], environment: environment, bundleId: transaction?.bundleId)
+        }
+        return appended
+    }
+}
