@@ -2,6 +2,7 @@ import AppStoreSecurity
 import HTTPServer
 import KakinAdmin
 import KakinCore
+import KakinEvents
 import KakinService
 import KakinStorage
 import KakinSystem
@@ -22,6 +23,11 @@ public final class KakinApp: Sendable {
         public var listensOnLoopback: Bool
         /// Processing attempts before a notification is given up on (`dead`); see `NotificationRetryPolicy`.
         public var notificationAttemptsMax: Int
+        /// Webhook endpoints and the feed's retention (`events`).
+        public var events = EventsSettings()
+        public var webhookOptions = WebhookDeliveryWorker.Options()
+        /// How webhooks are sent (nil: URLSession).
+        public var webhookSender: (any WebhookSender)?
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     auth: Configuration.Auth? = nil, listensOnLoopback: Bool = true,
@@ -58,8 +64,9 @@ public final class KakinApp: Sendable {
         services = KakinServices(
             store: store, verifier: verifier,
             settings: KakinServices.Settings(apps: settings.apps, wallet: settings.wallet, transferPolicy: settings.transferPolicy,
-                                             appReceiptRootsDER: settings.appReceiptRootsDER, notificationAttemptsMax: settings.notificationAttemptsMax),
-            clock: clock, retryClock: retryClock ?? SystemClock(), logger: logger)
+                                             appReceiptRootsDER: settings.appReceiptRootsDER, notificationAttemptsMax: settings.notificationAttemptsMax,
+                                             events: settings.events, webhookOptions: settings.webhookOptions),
+            clock: clock, retryClock: retryClock ?? SystemClock(), logger: logger, webhookSender: settings.webhookSender)
         authenticator = Authenticator(auth: settings.auth, clock: clock)
         let desk = makeSupportDesk()
         deskBox.withLock { $0 = desk }
@@ -130,6 +137,7 @@ public final class KakinApp: Sendable {
         let services = services
         services.notifications.worker.start { await services.notifications.processDue() }
         services.appStoreJobs.worker.start { await services.appStoreJobs.processDue() }
+        services.webhooks.start()
         recentErrorFlusher.start { [self] in await flushRecentErrors() }
     }
 
@@ -137,6 +145,7 @@ public final class KakinApp: Sendable {
     func stopWorkers() async {
         await services.notifications.worker.stop()
         await services.appStoreJobs.worker.stop()
+        await services.webhooks.stop()
         await recentErrorFlusher.stop()
         await flushRecentErrors()
     }

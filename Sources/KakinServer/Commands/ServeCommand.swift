@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinEvents
 import KakinService
 import KakinPostgreSQL
 import KakinSQLite
@@ -28,6 +29,9 @@ public final class KakinRuntime: Sendable {
         public var notificationRetryClock: any Clock = SystemClock()
         /// Attempts before a failing notification is dead (`NotificationRetryPolicy.attemptsMax`).
         public var notificationAttemptsMax = NotificationRetryPolicy.attemptsMax
+        /// How webhooks are delivered (timeouts, slots, retries; tests shorten them) and sent (nil: URLSession).
+        public var webhookOptions = WebhookDeliveryWorker.Options()
+        public var webhookSender: (any WebhookSender)?
 
         public init(configuration: Configuration, defaultRootsDER: [[UInt8]]? = nil, clock: any Clock = SystemClock(),
                     ids: (any IDGenerator)? = nil, logger: Logger = Logger(),
@@ -67,6 +71,13 @@ public final class KakinRuntime: Sendable {
             throw KakinError(.invalidConfiguration, "Refusing to listen on \(config.host) without auth: configure auth or bind a loopback address.")
         }
         let (app, database) = try await makeApp(options)
+        do {
+            // Endpoints take the events committed from now on: registered before the first request can change anything.
+            try await app.services.webhooks.prepare()
+        } catch {
+            await database.close()
+            throw error
+        }
         let server = HTTPServer(configuration: options.http, handler: { [app] req in await app.handle(req) },
                                 rejectionResponder: { [app] rejection, requestId in app.refusal(rejection, requestId: requestId) })
         do {
@@ -101,6 +112,9 @@ public final class KakinRuntime: Sendable {
                                              listensOnLoopback: Configuration.isLoopback(config.host),
                                              notificationAttemptsMax: options.notificationAttemptsMax)
             settings.appReceiptRootsDER = config.appReceiptRootsDER
+            settings.events = config.events ?? EventsSettings()
+            settings.webhookOptions = options.webhookOptions
+            settings.webhookSender = options.webhookSender
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
                                extraRoutes: options.extraRoutes)

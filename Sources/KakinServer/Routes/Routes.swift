@@ -46,6 +46,13 @@ extension KakinApp {
             return .json(["read": .int(Int64(read)), "new": .int(Int64(new))], status: 200)
         }
 
+        // Events out (EventRoutes.swift)
+        r.add("GET", "/v1/events", .backend) { [unowned self] c throws(KakinError) in try await getEvents(c) }
+        r.add("GET", "/v1/customers/{customerId}/events", .customer) { [unowned self] c throws(KakinError) in try await getCustomerEvents(c) }
+        r.add("GET", "/v1/admin/webhooks", .admin) { [unowned self] c throws(KakinError) in try await getWebhooks(c) }
+        r.add("GET", "/v1/admin/webhooks/{id}/deliveries", .admin) { [unowned self] c throws(KakinError) in try await getWebhookDeliveries(c) }
+        r.add("POST", "/v1/admin/webhooks/{id}/replay", .admin) { [unowned self] c throws(KakinError) in try await postWebhookReplay(c) }
+
         // Renewal-date extensions (ExtensionRoutes.swift)
         r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend", .admin) { [unowned self] c throws(KakinError) in
             try await postExtendSubscription(c)
