@@ -10,6 +10,8 @@ public struct CustomerSnapshot: Sendable {
     public var wallet: WalletBalance
     /// The customer's last event sequence (0 before the first): the status's `version`.
     public var version: Int64 = 0
+    /// What the customer's events last told of its status (`outbox_heads.status_view`), read in the same row.
+    public var statusView: String?
 }
 
 extension Records {
@@ -19,7 +21,7 @@ extension Records {
     public func statusInputs(_ customerId: String) throws -> CustomerSnapshot? {
         guard let row = try db.queryOne("""
             SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms, w.paid AS paid, w.free AS free,
-                   h.last_sequence AS version
+                   h.last_sequence AS version, h.status_view AS status_view
             FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
                 LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
             WHERE c.customer_id = ?
@@ -28,11 +30,12 @@ extension Records {
                                            createdAtMs: row.int("created_at_ms") ?? 0)
         let wallet = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
         let version = row.int("version") ?? 0
+        let statusView = row.string("status_view")
         let txs = try db.query("""
             SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
             LIMIT ?
             """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(KakinStore.historyRowsMax))])
-        guard !txs.isEmpty else { return CustomerSnapshot(customer: customer, history: CustomerHistory(), wallet: wallet, version: version) }
+        guard !txs.isEmpty else { return CustomerSnapshot(customer: customer, history: CustomerHistory(), wallet: wallet, version: version, statusView: statusView) }
         // Only the status-input index may answer the subquery (no product_type test, which another index would
         // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
         let renewals = try db.query("""
@@ -40,7 +43,7 @@ extension Records {
                 SELECT original_transaction_id FROM transactions WHERE customer_id = ? AND status_input = 1)
             LIMIT ?
             """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: wallet, version: version)
+        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: wallet, version: version, statusView: statusView)
     }
 
     /// The customer's whole history (the newest `historyRowsMax` transactions).
@@ -54,8 +57,9 @@ extension Records {
             JOIN original_links l ON l.original_transaction_id = r.original_transaction_id
             WHERE l.customer_id = ? LIMIT ?
             """, [.text(customer.customerId), .integer(Int64(KakinStore.historyRowsMax))])
+        let head = try eventHead(customer.customerId)
         return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: try wallet(customer.customerId),
-                                version: try eventHead(customer.customerId).lastSequence)
+                                version: head.lastSequence, statusView: head.statusView)
     }
 
     static func history(_ transactions: [SQLRow], _ renewals: [SQLRow]) -> CustomerHistory {
