@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 

@@ -30,7 +30,8 @@ public struct CustomerEvents: Sendable {
             drafts[i].bundleId = bundleId
             drafts[i].environment = environment
         }
-        let json = status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
+        let json = ConsentStatus.adding(snapshot.customer,
+                                        to: status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet))
         try EventOutbox.append(r, customerId: customerId, drafts: drafts, customerStatus: json)
         try r.setStatusView(customerId, StatusView(status).json.jsonString)
         return drafts.count
