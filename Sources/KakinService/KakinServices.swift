@@ -108,7 +108,7 @@ public final class KakinServices: Sendable {
         extensions = SubscriptionExtensions(store: store, access: access, ingest: ingest, statusReads: statusReads, apps: apps, logger: logger)
         wallets = Wallets(store: store, spendOrder: settings.wallet.spendOrder, metrics: metrics, logger: logger, events: events)
         offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
-        retentionMessages = RetentionMessages(store: store, ingest: ingest, verifier: verifier, access: access, apps: apps, catalog: merged,
+        retentionMessages = RetentionMessages(store: store, verifier: verifier, access: access, apps: apps, catalog: merged,
                                               clock: clock, metrics: metrics, logger: logger)
     }
 

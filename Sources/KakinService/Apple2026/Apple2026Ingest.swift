@@ -2,7 +2,6 @@ import AppStoreSecurity
 import KakinCore
 import KakinEvents
 import KakinStorage
-import Synchronization
 
 /// What Apple's 2026 additions add to the ingest, beside its core sequence (`Ingest.swift` stays as it is): each
 /// caller of `Ingest.apply` hands `inWrite(…)` as (part of) its `alsoInWrite`, so these records are written in the
@@ -20,20 +19,13 @@ public struct Apple2026Ingest: Sendable {
     let events: CustomerEvents
     let metrics: Metrics
 
-    /// Set when a write appended events the ingest did not count (so the caller wakes the webhook worker).
-    final class Appended: Sendable {
-        let count = Mutex(0)
-        func add(_ n: Int) { count.withLock { $0 += n } }
-        var any: Bool { count.withLock { $0 > 0 } }
-    }
-
-    /// The records to add to an ingest's write of `transaction` on `path` (nil when there is nothing to add).
+    /// The records to add to an ingest's write of `transaction` on `path` (nil when there is nothing to add). The body
+    /// only reads and writes through `r` (it may run again on PostgreSQL); a `consent.rescinded` event it appends is
+    /// delivered at the webhook worker's next poll (every second), as nothing may be woken from inside a write.
     public func inWrite(_ transaction: TransactionPayload?, path: IngestPath) -> (@Sendable (Records, IngestResult) throws -> Void)? {
         guard let tx = transaction else { return nil }
         let settings = apps[tx.bundleId]?.apple2026 ?? Apple2026AppSettings()
         let events = events
-        let appended = Appended()
-        let wake = events.wake
         return { r, result in
             guard !result.retryLater else { return }
             switch (path, result.outcome) {
@@ -52,11 +44,9 @@ public struct Apple2026Ingest: Sendable {
             // App Store purchase is also notified).
             if path != .app, let appTransactionId = tx.appTransactionId, let owner = result.owner {
                 for placed in try r.linkAppTransaction(appTransactionId, customerId: owner) {
-                    appended.add(try events.record(r, customerId: owner, facts: [Self.draft(placed)],
-                                                   environment: placed.environment, bundleId: placed.bundleId))
+                    try events.record(r, customerId: owner, facts: [Self.draft(placed)], environment: placed.environment, bundleId: placed.bundleId)
                 }
             }
-            if appended.any { wake() }
         }
     }
 

@@ -11,7 +11,6 @@ import KakinStorage
 /// Apple waits about 700 ms: the answer is one read and one signature; the timeline entry is written after.
 public struct RetentionMessages: Sendable {
     let store: KakinStore
-    let ingest: Ingest
     let verifier: SignedDataVerifier
     let access: AppStoreAccess
     let apps: [String: AppSettings]
