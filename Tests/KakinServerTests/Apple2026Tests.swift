@@ -87,3 +87,39 @@ import Testing
         }
     }
 }
+
+/// `apps[].consumptionInformation.refundPreference`: Kakin states the refund its ledger argues for in the V2 body.
+@Suite(.serialized) struct RefundPreferenceConfigTests {
+    let parse = AppStoreOperationsConfig()
+
+    @Test func refundPreferenceIsReadAndCheckedPerApp() throws {
+        func policy(_ extra: String) throws -> ConsumptionInformationPolicy? {
+            try parse.parse(#"{"apps": [\#(AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true\#(extra)}"#))]}"#)
+                .apps[0].consumptionInformation
+        }
+        #expect(try policy("")?.refundPreference == ConsumptionInformation.RefundPreferencePolicy.none)
+        #expect(try policy(#", "refundPreference": "fromUsage""#)?.refundPreference == .fromUsage)
+        func error(_ extra: String) -> String {
+            parse.error(#"{"apps": [\#(AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true\#(extra)}"#))]}"#)
+        }
+        #expect(error(#", "refundPreference": "always""#) == "apps[0].consumptionInformation.refundPreference: must be none or fromUsage")
+        #expect(error(#", "version": 1, "refundPreference": "fromUsage""#)
+            == "apps[0].consumptionInformation.refundPreference: is sent with the current (version 2) body only")
+    }
+
+    @Test func aPartlySpentPackIsAnsweredWithGrantProratedWhenTheAppAsks() async throws {
+        var policy = ConsumptionInformationPolicy(customerConsented: true)
+        policy.refundPreference = .fromUsage
+        try await SimulatedKakin.with(consumption: policy) { k in
+            await k.app.services.appStoreJobs.worker.stop()
+            let bought = try await k.buy("u1", "coins.500")["transactionId"]!.stringValue!
+            try await ConsumptionRequests.spend(k, "u1", 150, key: "s1")   // 50 free, then 100 of the 500 paid: 20% used
+            try await ConsumptionRequests.requestRefund(k, bought)
+            #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 1)
+            let request = try #require(try await ConsumptionRequests.received(k, bought).first?["request"])
+            print("Send Consumption Information with refundPreference fromUsage:", request.jsonString)
+            #expect(request == ["customerConsented": true, "deliveryStatus": "DELIVERED", "sampleContentProvided": false,
+                                "consumptionPercentage": 20_000, "refundPreference": "GRANT_PRORATED"])
+        }
+    }
+}
