@@ -15,12 +15,24 @@ import Testing
         #"{"bundleId": "dev.kakin.demo", "environments": ["Sandbox"], "products": [{"productId": "premium.monthly", "type": "autoRenewable", "groupId": "premium", "period": "P1M", "level": 2, "offers": [{"id": "promo.3m.half", "type": "promotional", "mode": "payAsYouGo", "period": "P1M", "numberOfPeriods": 3, "price": 490}]}, {"productId": "premium.yearly", "type": "autoRenewable", "groupId": "premium", "period": "P1Y", "level": 2, "monthlyBillingWithCommitment": true}]\#(extra)}"#
     }
 
+    /// `appStoreServerAPI` with a key file (the config only reads it; nothing is signed here).
+    static func withAPI(_ apps: String, _ body: (String) throws -> Void) throws {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-apple2026-\(UUID().uuidString).p8")
+        try Data("-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n".utf8).write(to: keyFile)
+        defer { try? FileManager.default.removeItem(at: keyFile) }
+        try body(#"{"apps": [\#(apps)], "appStoreServerAPI": {"issuerId": "i", "keyId": "k", "privateKeyFile": "\#(keyFile.path)"}}"#)
+    }
+
     @Test func retentionMessagingAndServerFinishAreReadPerApp() throws {
         let none = try parse.parse(#"{"apps": [\#(Self.app(""))]}"#)
         #expect(none.apple2026.isEmpty)
         #expect(none.apple2026Settings(bundleId: "dev.kakin.demo").serverFinish == nil)
         #expect(none.apps[0].catalog["premium.yearly"]?.monthlyBillingWithCommitment == true)
-        let c = try parse.parse(#"{"apps": [\#(Self.app(#", "serverFinish": {"afterSeconds": 600}, "retentionMessaging": {"rules": [{"productIds": ["premium.monthly"], "messageId": "6B6D5E2A-1C3F-4D7E-9A0B-2F4C6E8A0D1B", "offerId": "promo.3m.half"}, {"alternateProductId": "premium.monthly"}], "defaultMessageId": "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"}"#))]}"#)
+        var parsed: Configuration?
+        try Self.withAPI(Self.app(#", "serverFinish": {"afterSeconds": 600}, "retentionMessaging": {"rules": [{"productIds": ["premium.monthly"], "messageId": "6B6D5E2A-1C3F-4D7E-9A0B-2F4C6E8A0D1B", "offerId": "promo.3m.half"}, {"alternateProductId": "premium.monthly"}], "defaultMessageId": "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"}"#)) {
+            parsed = try parse.parse($0)
+        }
+        let c = try #require(parsed)
         #expect(c.apple2026Settings(bundleId: "dev.kakin.demo").serverFinish == ServerFinishPolicy(afterSeconds: 600))
         #expect(c.apple2026Settings(bundleId: "dev.kakin.demo").retentionMessaging == RetentionMessagingConfig(rules: [
             .init(productIds: ["premium.monthly"], messageId: "6b6d5e2a-1c3f-4d7e-9a0b-2f4c6e8a0d1b", offerId: "promo.3m.half"),
@@ -38,6 +50,12 @@ import Testing
         #expect(error(#", "retentionMessaging": {"rules": [{"offerId": "promo.none"}]}"#).hasPrefix("apps[0].retentionMessaging.rules[0].offerId"))
         #expect(error(#", "retentionMessaging": {"rules": [{"messageId": "hello"}]}"#).hasPrefix("apps[0].retentionMessaging.rules[0].messageId"))
         #expect(error(#", "retentionMessaging": {"rules": [], "other": 1}"#) == "apps[0].retentionMessaging.other: unknown key")
+        // What they need from the rest of the file.
+        #expect(error(#", "serverFinish": {"afterSeconds": 600}"#)
+            == "apps[0].serverFinish: needs appStoreServerAPI (Finish Transaction is an App Store Server API call)")
+        #expect(error(#", "retentionMessaging": {"rules": [{"offerId": "promo.3m.half"}]}"#)
+            == "apps[0].retentionMessaging: offers a promotional offer: needs offerSigning (with issuerId) or appStoreServerAPI to sign it")
+        #expect(error(#", "retentionMessaging": {"rules": [{"messageId": "6b6d5e2a-1c3f-4d7e-9a0b-2f4c6e8a0d1b"}]}"#) == "no error")
     }
 
     @Test func localModeDemoAppHasTheContractsSettings() {

@@ -66,3 +66,22 @@ extension Configuration {
         return settings
     }
 }
+
+extension Configuration {
+    /// What Apple's 2026 settings need from the rest of the file: `serverFinish` calls the App Store Server API; a
+    /// `retentionMessaging` rule that offers a promotional offer signs it (a V2 JWS needs an issuer ID).
+    static func validateApple2026(_ c: Configuration) throws(ConfigurationError) {
+        for (i, app) in c.apps.enumerated() {
+            if app.apple2026.serverFinish != nil, c.appStoreServerAPI == nil {
+                throw ConfigurationError("apps[\(i)].serverFinish", "needs appStoreServerAPI (Finish Transaction is an App Store Server API call)")
+            }
+            if app.apple2026.retentionMessaging?.rules.contains(where: { $0.offerId != nil }) == true {
+                let hasKey = c.offerSigning != nil || c.appStoreServerAPI != nil
+                guard hasKey, (c.offerSigning?.issuerId ?? c.appStoreServerAPI?.issuerId) != nil else {
+                    throw ConfigurationError("apps[\(i)].retentionMessaging",
+                                             "offers a promotional offer: needs offerSigning (with issuerId) or appStoreServerAPI to sign it")
+                }
+            }
+        }
+    }
+}

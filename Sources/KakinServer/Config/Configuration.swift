@@ -174,6 +174,7 @@ public struct Configuration: Sendable {
         c.appReceiptRootsDER = try parseAppReceipts(o, baseDirectory: baseDirectory)
         try resolveExternal(&c, environment: environment)
         c.events = try parseEvents(o, environment: environment)
+        try validateApple2026(c)
         return c
     }
 
