@@ -1,4 +1,5 @@
 import AppStoreSecurity
+import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
@@ -19,8 +20,11 @@ struct Apple2026EndToEndTests {
 
     // MARK: Get Retention Message
 
-    @Test func theCancelActionAsksKakinWhoseRulePicksThePromotionalOfferTheSimulatorAppliesIt() async throws {
+    /// In-process (local mode's wiring), and over HTTP to Kakin's port (as `kakin simulator serve --realtime-url` calls it).
+    @Test(arguments: [false, true])
+    func theCancelActionAsksKakinWhoseRulePicksThePromotionalOfferTheSimulatorAppliesIt(overHTTP: Bool) async throws {
         try await SimulatedKakin.with(offerRules: Self.offerRules, apple2026: Self.demo) { sk in
+            if overHTTP { sk.simulator.setRetentionMessageTransport(HTTPRetentionMessageTransport()) }
             let bought = try await sk.buy("u1", "premium.monthly")
             let otid = try #require(bought["originalTransactionId"]?.stringValue)
             try await sk.advance(days: 10)   // past the free week: a paid month
