@@ -50,21 +50,24 @@ extension Records {
     // MARK: RESCIND_CONSENT
 
     /// Remembers whose app transaction `appTransactionId` is (the first customer seen with it keeps it), and places
-    /// every RESCIND_CONSENT that named it before Kakin knew. Returns the rescissions placed now.
+    /// every RESCIND_CONSENT that named it before Kakin knew. Returns the rescissions placed now. Once linked, this is
+    /// one statement that writes nothing: a rescission stored after the link is placed as it is stored, so only the
+    /// write that creates the link looks for waiting ones (on PostgreSQL, SERIALIZABLE orders a link and a rescission
+    /// written at once).
     public func linkAppTransaction(_ appTransactionId: String, customerId: String) throws -> [ConsentRescission] {
-        try db.execute("""
+        let linked = try db.execute("""
             INSERT INTO app_transaction_links (app_transaction_id, customer_id, linked_at_ms) VALUES (?, ?, ?)
             ON CONFLICT (app_transaction_id) DO NOTHING
-            """, [.text(appTransactionId), .text(customerId), .integer(nowMs)])
+            """, [.text(appTransactionId), .text(customerId), .integer(nowMs)]) > 0
+        guard linked else { return [] }
         let waiting = try db.query("""
             SELECT \(KakinStore.rescissionColumns) FROM consent_rescissions WHERE app_transaction_id = ? AND customer_id IS NULL
             """, [.text(appTransactionId)]).map(KakinStore.rescission)
-        guard !waiting.isEmpty, let owner = try appTransactionOwner(appTransactionId) else { return [] }
         var placed: [ConsentRescission] = []
         for var r in waiting {
             try db.execute("UPDATE consent_rescissions SET customer_id = ? WHERE notification_uuid = ? AND customer_id IS NULL",
-                           [.text(owner), .text(r.notificationUUID)])
-            r.customerId = owner
+                           [.text(customerId), .text(r.notificationUUID)])
+            r.customerId = customerId
             try setConsentRescinded(r)
             placed.append(r)
         }
