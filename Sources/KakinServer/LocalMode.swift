@@ -18,7 +18,7 @@ final class LocalMode: Sendable {
     let logger: Logger
     /// Kakin, known only once the runtime has started; notifications sent before that are refused (the
     /// simulator retries them on Apple's schedule).
-    private let kakin = LateApp()
+    let kakin = LateApp()
 
     /// Weak: the runtime owns the app, and the app's routes reach the simulator, whose sink reaches
     /// this box — a strong reference here would keep the whole graph alive after shutdown.
@@ -93,6 +93,7 @@ final class LocalMode: Sendable {
 
     func runtimeOptions() -> KakinRuntime.Options {
         let simulator = simulator
+        let local = self
         var configuration = configuration
         // App receipts the simulator writes are checked against its CA, like its signed transactions.
         configuration.appReceiptRootsDER = configuration.appReceiptRootsDER ?? [simulator.rootCertificateDER]
@@ -103,7 +104,7 @@ final class LocalMode: Sendable {
                 // `kakin simulator serve` answers it, so a client's base URL can be the same in both modes.
                 for method in ["GET", "POST", "PUT", "DELETE"] {
                     for mount in ["/simulator/{rest...}", "/inApps/{rest...}"] {
-                        router.add(method, mount) { request, _ in await simulator.handle(request) }
+                        router.add(method, mount) { request, _ in await local.simulatorCall(request) }
                     }
                 }
             })
@@ -118,6 +119,7 @@ final class LocalMode: Sendable {
         try app.services.connectAppStoreServerAPI(AppStoreServerAPISettings(
             issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM,
             baseURL: "http://127.0.0.1:\(runtime.port)/simulator"))
+        try attachApple2026(port: runtime.port)
     }
 
     /// Saves the simulator's state for the next run.

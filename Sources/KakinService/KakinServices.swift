@@ -58,6 +58,9 @@ public final class KakinServices: Sendable {
     public let extensions: SubscriptionExtensions
     public let wallets: Wallets
     public let offers: Offers
+    /// Apple's 2026 additions: Get Retention Message, RESCIND_CONSENT, the server-finish job (`Apple2026/`).
+    public let retentionMessages: RetentionMessages
+    public let apple2026: Apple2026Ingest
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -92,15 +95,21 @@ public final class KakinServices: Sendable {
                         transferPolicy: settings.transferPolicy, metrics: metrics,
                         setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
                         events: events)
+        let apple2026 = Apple2026Ingest(store: store, verifier: verifier, apps: apps, events: events, metrics: metrics)
+        self.apple2026 = apple2026
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
         notifications = NotificationInbox(store: store, ingest: ingest, metrics: metrics, logger: logger, apps: apps, retryClock: retryClock,
                                           attemptsMax: settings.notificationAttemptsMax, claims: claims,
-                                          worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() })
+                                          worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() },
+                                          apple2026: apple2026)
         appStoreSync = AppStoreSync(store: store, access: access, ingest: ingest, inbox: notifications, logger: logger, clock: clock,
-                                    retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner)
+                                    retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner,
+                                    apple2026: apple2026)
         extensions = SubscriptionExtensions(store: store, access: access, ingest: ingest, statusReads: statusReads, apps: apps, logger: logger)
         wallets = Wallets(store: store, spendOrder: settings.wallet.spendOrder, metrics: metrics, logger: logger, events: events)
         offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
+        retentionMessages = RetentionMessages(store: store, verifier: verifier, access: access, apps: apps, catalog: merged,
+                                              clock: clock, metrics: metrics, logger: logger)
     }
 
     /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless

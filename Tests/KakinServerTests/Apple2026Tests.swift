@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinService
 @testable import KakinServer
 import Testing
 
@@ -14,12 +15,24 @@ import Testing
         #"{"bundleId": "dev.kakin.demo", "environments": ["Sandbox"], "products": [{"productId": "premium.monthly", "type": "autoRenewable", "groupId": "premium", "period": "P1M", "level": 2, "offers": [{"id": "promo.3m.half", "type": "promotional", "mode": "payAsYouGo", "period": "P1M", "numberOfPeriods": 3, "price": 490}]}, {"productId": "premium.yearly", "type": "autoRenewable", "groupId": "premium", "period": "P1Y", "level": 2, "monthlyBillingWithCommitment": true}]\#(extra)}"#
     }
 
+    /// `appStoreServerAPI` with a key file (the config only reads it; nothing is signed here).
+    static func withAPI(_ apps: String, _ body: (String) throws -> Void) throws {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-apple2026-\(UUID().uuidString).p8")
+        try Data("-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n".utf8).write(to: keyFile)
+        defer { try? FileManager.default.removeItem(at: keyFile) }
+        try body(#"{"apps": [\#(apps)], "appStoreServerAPI": {"issuerId": "i", "keyId": "k", "privateKeyFile": "\#(keyFile.path)"}}"#)
+    }
+
     @Test func retentionMessagingAndServerFinishAreReadPerApp() throws {
         let none = try parse.parse(#"{"apps": [\#(Self.app(""))]}"#)
         #expect(none.apple2026.isEmpty)
         #expect(none.apple2026Settings(bundleId: "dev.kakin.demo").serverFinish == nil)
         #expect(none.apps[0].catalog["premium.yearly"]?.monthlyBillingWithCommitment == true)
-        let c = try parse.parse(#"{"apps": [\#(Self.app(#", "serverFinish": {"afterSeconds": 600}, "retentionMessaging": {"rules": [{"productIds": ["premium.monthly"], "messageId": "6B6D5E2A-1C3F-4D7E-9A0B-2F4C6E8A0D1B", "offerId": "promo.3m.half"}, {"alternateProductId": "premium.monthly"}], "defaultMessageId": "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"}"#))]}"#)
+        var parsed: Configuration?
+        try Self.withAPI(Self.app(#", "serverFinish": {"afterSeconds": 600}, "retentionMessaging": {"rules": [{"productIds": ["premium.monthly"], "messageId": "6B6D5E2A-1C3F-4D7E-9A0B-2F4C6E8A0D1B", "offerId": "promo.3m.half"}, {"alternateProductId": "premium.monthly"}], "defaultMessageId": "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"}"#)) {
+            parsed = try parse.parse($0)
+        }
+        let c = try #require(parsed)
         #expect(c.apple2026Settings(bundleId: "dev.kakin.demo").serverFinish == ServerFinishPolicy(afterSeconds: 600))
         #expect(c.apple2026Settings(bundleId: "dev.kakin.demo").retentionMessaging == RetentionMessagingConfig(rules: [
             .init(productIds: ["premium.monthly"], messageId: "6b6d5e2a-1c3f-4d7e-9a0b-2f4c6e8a0d1b", offerId: "promo.3m.half"),
@@ -37,6 +50,12 @@ import Testing
         #expect(error(#", "retentionMessaging": {"rules": [{"offerId": "promo.none"}]}"#).hasPrefix("apps[0].retentionMessaging.rules[0].offerId"))
         #expect(error(#", "retentionMessaging": {"rules": [{"messageId": "hello"}]}"#).hasPrefix("apps[0].retentionMessaging.rules[0].messageId"))
         #expect(error(#", "retentionMessaging": {"rules": [], "other": 1}"#) == "apps[0].retentionMessaging.other: unknown key")
+        // What they need from the rest of the file.
+        #expect(error(#", "serverFinish": {"afterSeconds": 600}"#)
+            == "apps[0].serverFinish: needs appStoreServerAPI (Finish Transaction is an App Store Server API call)")
+        #expect(error(#", "retentionMessaging": {"rules": [{"offerId": "promo.3m.half"}]}"#)
+            == "apps[0].retentionMessaging: offers a promotional offer: needs offerSigning (with issuerId) or appStoreServerAPI to sign it")
+        #expect(error(#", "retentionMessaging": {"rules": [{"messageId": "6b6d5e2a-1c3f-4d7e-9a0b-2f4c6e8a0d1b"}]}"#) == "no error")
     }
 
     @Test func localModeDemoAppHasTheContractsSettings() {
@@ -83,6 +102,42 @@ import Testing
             #expect(!launch.stdout.contains("retry \(transactionId)"), "\(launch)")
             let settled = await KakinAppTests.settledWallet(sk)
             #expect(settled.paid == 500 && settled.free == 50 && settled.purchases == 1)
+        }
+    }
+}
+
+/// `apps[].consumptionInformation.refundPreference`: Kakin states the refund its ledger argues for in the V2 body.
+@Suite(.serialized) struct RefundPreferenceConfigTests {
+    let parse = AppStoreOperationsConfig()
+
+    @Test func refundPreferenceIsReadAndCheckedPerApp() throws {
+        func policy(_ extra: String) throws -> ConsumptionInformationPolicy? {
+            try parse.parse(#"{"apps": [\#(AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true\#(extra)}"#))]}"#)
+                .apps[0].consumptionInformation
+        }
+        #expect(try policy("")?.refundPreference == ConsumptionInformation.RefundPreferencePolicy.none)
+        #expect(try policy(#", "refundPreference": "fromUsage""#)?.refundPreference == .fromUsage)
+        func error(_ extra: String) -> String {
+            parse.error(#"{"apps": [\#(AppStoreOperationsConfig.app(#", "consumptionInformation": {"customerConsented": true\#(extra)}"#))]}"#)
+        }
+        #expect(error(#", "refundPreference": "always""#) == "apps[0].consumptionInformation.refundPreference: must be none or fromUsage")
+        #expect(error(#", "version": 1, "refundPreference": "fromUsage""#)
+            == "apps[0].consumptionInformation.refundPreference: is sent with the current (version 2) body only")
+    }
+
+    @Test func aPartlySpentPackIsAnsweredWithGrantProratedWhenTheAppAsks() async throws {
+        var policy = ConsumptionInformationPolicy(customerConsented: true)
+        policy.refundPreference = .fromUsage
+        try await SimulatedKakin.with(consumption: policy) { k in
+            await k.app.services.appStoreJobs.worker.stop()
+            let bought = try await k.buy("u1", "coins.500")["transactionId"]!.stringValue!
+            try await ConsumptionRequests.spend(k, "u1", 150, key: "s1")   // 50 free, then 100 of the 500 paid: 20% used
+            try await ConsumptionRequests.requestRefund(k, bought)
+            #expect(await k.app.services.appStoreJobs.processDueConsumptionAnswers() == 1)
+            let request = try #require(try await ConsumptionRequests.received(k, bought).first?["request"])
+            print("Send Consumption Information with refundPreference fromUsage:", request.jsonString)
+            #expect(request == ["customerConsented": true, "deliveryStatus": "DELIVERED", "sampleContentProvided": false,
+                                "consumptionPercentage": 20_000, "refundPreference": "GRANT_PRORATED"])
         }
     }
 }

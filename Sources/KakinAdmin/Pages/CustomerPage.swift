@@ -18,6 +18,7 @@ enum CustomerPage {
             entitlements.append(Fact("non-renewing", "\(nr["productId"]?.stringValue ?? "?") until \(nr["expiresAt"]?.stringValue ?? "?")"
                                      + (nr["active"]?.boolValue == true ? " (active)" : "")))
         }
+        entitlements += Apple2026Facts.customer(v.status)
         for (group, eligible) in (v.status["eligibility"]?["introductoryOffer"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
             entitlements.append(Fact("intro offer in \(group)", eligible.boolValue == true ? "eligible" : "not eligible"))
         }
@@ -108,6 +109,7 @@ enum CustomerPage {
             if let o = st["offer"], !o.isNull { facts.append(Fact("current offer", "\(o["type"]?.stringValue ?? "?") \(o["id"]?.stringValue ?? "")")) }
             if let p = st["pendingOffer"], !p.isNull { facts.append(Fact("next renewal's offer", "\(p["type"]?.stringValue ?? "?") \(p["id"]?.stringValue ?? "")")) }
             if let r = st["expirationReason"]?.stringValue { facts.append(Fact("expiration reason", r)) }
+            facts += Apple2026Facts.subscription(st)
             facts.append(Fact("ownership", st["ownership"]?.stringValue ?? "?"))
         } else {
             facts.append(Fact("product", s.productId))

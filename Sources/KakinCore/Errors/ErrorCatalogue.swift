@@ -80,6 +80,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case invalidExtension
     case extensionRequestNotFound
     case unknownApp
+    // 5100…5149: Apple's 2026 additions (Retention Messaging, Finish Transaction, consent)
+    case retentionMessagingNotConfigured
     // 6xxx: App Store simulator
     case simulatorUnknownProduct
     case simulatorNotEligible
@@ -185,6 +187,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .invalidExtension: return "KKN-5052"
         case .extensionRequestNotFound: return "KKN-5053"
         case .unknownApp: return "KKN-5054"
+        case .retentionMessagingNotConfigured: return "KKN-5100"
         case .insufficientBalance: return "KKN-4001"
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
@@ -292,6 +295,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .invalidExtension: return "invalid_request"
         case .extensionRequestNotFound: return "not_found"
         case .unknownApp: return "unknown_app"
+        case .retentionMessagingNotConfigured: return "retention_messaging_not_configured"
         case .insufficientBalance: return "insufficient_balance"
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
@@ -355,7 +359,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             .idempotencyKeyReused, .untrustedReceipt, .receiptWithoutPurchases, .receiptForAnotherApp, .unknownOffer:
             return 422
         case .appStoreAPINotConfigured, .offerSigningNotConfigured: return 501
-        case .transactionNotFound, .extensionRequestNotFound, .unknownApp: return 404
+        case .transactionNotFound, .extensionRequestNotFound, .unknownApp, .retentionMessagingNotConfigured: return 404
         case .extensionNotAllowed, .extensionLimitReached: return 409
         case .alreadyProcessed, .insufficientBalance: return 409
         case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction, .simulatorInvalidOfferSignature,
@@ -455,6 +459,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .invalidExtension: return "An extension needs days from 1 to 90 and a reason: undeclared, customerSatisfaction, other or serviceIssueOrOutage."
         case .extensionRequestNotFound: return "The App Store knows no renewal-date extension request with this ID for this product."
         case .unknownApp: return "This server has no app with that bundle ID."
+        case .retentionMessagingNotConfigured: return "This app has no retentionMessaging rules: the App Store shows its default message."
         case .insufficientBalance: return "Not enough coins; nothing was spent."
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."

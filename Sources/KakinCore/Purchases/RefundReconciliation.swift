@@ -38,13 +38,19 @@ public enum RefundReconciliation {
     }
 
     /// The next step for a purchase whose newest copy is `revoked` (or not), given the customer's balance now.
-    public static func step(_ ledger: Ledger, revoked: Bool, balance: WalletBalance, policy: WalletPolicy) -> Step {
+    /// - Parameter revokedShareMilli: the share of the purchase Apple refunded, in milliunits (`revocationType`
+    ///   `REFUND_PRORATED` with `revocationPercentage`; `WalletRules.revokedShareMilli`): a refund takes back that
+    ///   share of the paid and of the free coins credited, each rounded down (`WalletRules.revocationDebit`). A full
+    ///   refund (the default, and every revocation before API 1.19) takes back everything credited.
+    public static func step(_ ledger: Ledger, revoked: Bool, revokedShareMilli: Int = WalletRules.fullShareMilli, balance: WalletBalance,
+                            policy: WalletPolicy) -> Step {
         let outstanding = ledger.refunds - ledger.reversals
         if revoked, outstanding == 0 {
-            let debit = WalletRules.refundDebit(paid: ledger.creditedPaid, free: ledger.creditedFree, of: balance, policy: policy)
-            precondition(debit.paid >= 0 && debit.free >= 0 && debit.paid <= ledger.creditedPaid && debit.free <= ledger.creditedFree,
-                         "a refund takes back at most what the purchase credited")
-            return .refund(paid: -debit.paid, free: -debit.free, shortfall: debit.shortfall, number: ledger.refunds + 1)
+            let clawback = WalletRules.revocationDebit(paid: ledger.creditedPaid, free: ledger.creditedFree, shareMilli: revokedShareMilli,
+                                                       of: balance, policy: policy)
+            precondition(clawback.debitPaid >= 0 && clawback.debitFree >= 0 && clawback.debitPaid <= ledger.creditedPaid
+                         && clawback.debitFree <= ledger.creditedFree, "a refund takes back at most what the purchase credited")
+            return .refund(paid: -clawback.debitPaid, free: -clawback.debitFree, shortfall: clawback.shortfall, number: ledger.refunds + 1)
         }
         if !revoked, outstanding == 1, let last = ledger.lastRefund {
             precondition(last.paid <= 0 && last.free <= 0, "a refund entry never credits")

@@ -3,15 +3,26 @@ import KakinCore
 import KakinService
 
 extension Configuration {
-    /// `apps[].consumptionInformation`: `{"customerConsented": bool, "sampleContentProvided"?: bool (false), "version"?: 1|2 (2)}`.
+    /// `apps[].consumptionInformation`: `{"customerConsented": bool, "sampleContentProvided"?: bool (false), "version"?: 1|2 (2),
+    /// "refundPreference"?: "none" | "fromUsage" ("none"; V2 only)}`.
     static func parseConsumptionInformation(_ app: StrictObject) throws(ConfigurationError) -> ConsumptionInformationPolicy? {
         guard let c = try app.object("consumptionInformation") else { return nil }
-        try c.check(allowedKeys: ["customerConsented", "sampleContentProvided", "version"])
+        try c.check(allowedKeys: ["customerConsented", "sampleContentProvided", "version", "refundPreference"])
         guard let consented = try c.bool("customerConsented") else {
             throw ConfigurationError(c.sub("customerConsented"), "is required: true when the app's terms obtain every customer's consent")
         }
-        return ConsumptionInformationPolicy(customerConsented: consented, sampleContentProvided: try c.bool("sampleContentProvided") ?? false,
-                                            version: Int(try c.int("version", range: 1...2) ?? 2))
+        var policy = ConsumptionInformationPolicy(customerConsented: consented, sampleContentProvided: try c.bool("sampleContentProvided") ?? false,
+                                                  version: Int(try c.int("version", range: 1...2) ?? 2))
+        if let p = try c.string("refundPreference") {
+            guard let parsed = ConsumptionInformation.RefundPreferencePolicy(rawValue: p) else {
+                throw ConfigurationError(c.sub("refundPreference"), "must be none or fromUsage")
+            }
+            guard policy.version == 2 || parsed == .none else {
+                throw ConfigurationError(c.sub("refundPreference"), "is sent with the current (version 2) body only")
+            }
+            policy.refundPreference = parsed
+        }
+        return policy
     }
 
     /// `appReceipts`: `{"verifySignature": bool (false), "trustedRoots"?: [DER files] (Apple Inc. Root)}`.

@@ -1,48 +1,29 @@
 import KakinCore
-
-/// Kakin's half of Finish Transaction (App Store Server API 1.20), per app (`serverFinish`): a consumable
-/// Kakin credited from a notification or a restore, which the app has not sent within `afterSeconds`, is
-/// finished by Kakin through the Server API (the app was killed before it could; seed 000's worst case).
-/// An app that sent the transaction finishes it itself.
-public struct ServerFinishPolicy: Sendable, Hashable {
-    public var afterSeconds: Int64
-
-    public init(afterSeconds: Int64) { self.afterSeconds = afterSeconds }
-
-    /// 1 minute to 30 days.
-    public static let afterSecondsRange: ClosedRange<Int64> = 60...(30 * 86_400)
-}
+import KakinService
 
 extension Configuration {
     /// The app's Apple 2026 settings (none: no retention answers, no server finish).
     public func apple2026Settings(bundleId: String) -> Apple2026AppSettings {
-        apple2026[bundleId] ?? Apple2026AppSettings()
-    }
-}
-
-/// The per-app settings of Apple's 2026 additions (`Configuration.apple2026`, by bundle ID). Kept beside the app
-/// settings rather than in them while the use cases (`KakinService.AppSettings`) don't read them yet.
-public struct Apple2026AppSettings: Sendable {
-    public var retentionMessaging: RetentionMessagingConfig?
-    public var serverFinish: ServerFinishPolicy?
-    public init(retentionMessaging: RetentionMessagingConfig? = nil, serverFinish: ServerFinishPolicy? = nil) {
-        self.retentionMessaging = retentionMessaging
-        self.serverFinish = serverFinish
+        apps.first { $0.bundleId == bundleId }?.apple2026 ?? Apple2026AppSettings()
     }
 
-    /// The app keys this file parses.
-    static let appKeys: Set<String> = ["retentionMessaging", "serverFinish"]
+    /// Apple's 2026 additions per app, by bundle ID (each app's `apple2026`): the apps that configure any.
+    public var apple2026: [String: Apple2026AppSettings] {
+        get {
+            Dictionary(apps.filter { !$0.apple2026.isEmpty }.map { ($0.bundleId, $0.apple2026) }, uniquingKeysWith: { a, _ in a })
+        }
+        set {
+            for i in apps.indices { apps[i].apple2026 = newValue[apps[i].bundleId] ?? Apple2026AppSettings() }
+        }
+    }
 }
 
 extension Configuration {
     /// Each app's settings whose JSON has any (the app itself parsed already, in the same order).
-    static func parseApple2026(_ json: [JSONValue], _ apps: [App]) throws(ConfigurationError) -> [String: Apple2026AppSettings] {
-        var out: [String: Apple2026AppSettings] = [:]
-        for (i, (v, app)) in zip(json, apps).enumerated() {
-            let settings = try parseApple2026(try StrictObject(v, path: "apps[\(i)]"), catalog: app.catalog)
-            if settings.retentionMessaging != nil || settings.serverFinish != nil { out[app.bundleId] = settings }
+    static func parseApple2026(_ json: [JSONValue], _ apps: inout [App]) throws(ConfigurationError) {
+        for (i, v) in json.enumerated() where i < apps.count {
+            apps[i].apple2026 = try parseApple2026(try StrictObject(v, path: "apps[\(i)]"), catalog: apps[i].catalog)
         }
-        return out
     }
 
     /// `apps[].retentionMessaging`: `{"rules": [{"productIds"?, "messageId"?, "offerId"?, "alternateProductId"?}],
@@ -83,5 +64,24 @@ extension Configuration {
             settings.serverFinish = ServerFinishPolicy(afterSeconds: seconds)
         }
         return settings
+    }
+}
+
+extension Configuration {
+    /// What Apple's 2026 settings need from the rest of the file: `serverFinish` calls the App Store Server API; a
+    /// `retentionMessaging` rule that offers a promotional offer signs it (a V2 JWS needs an issuer ID).
+    static func validateApple2026(_ c: Configuration) throws(ConfigurationError) {
+        for (i, app) in c.apps.enumerated() {
+            if app.apple2026.serverFinish != nil, c.appStoreServerAPI == nil {
+                throw ConfigurationError("apps[\(i)].serverFinish", "needs appStoreServerAPI (Finish Transaction is an App Store Server API call)")
+            }
+            if app.apple2026.retentionMessaging?.rules.contains(where: { $0.offerId != nil }) == true {
+                let hasKey = c.offerSigning != nil || c.appStoreServerAPI != nil
+                guard hasKey, (c.offerSigning?.issuerId ?? c.appStoreServerAPI?.issuerId) != nil else {
+                    throw ConfigurationError("apps[\(i)].retentionMessaging",
+                                             "offers a promotional offer: needs offerSigning (with issuerId) or appStoreServerAPI to sign it")
+                }
+            }
+        }
     }
 }

@@ -53,8 +53,6 @@ public struct Configuration: Sendable {
     /// DER certificates; nil = the bundled Apple Root CA - G3.
     public var trustedRootsDER: [[UInt8]]?
     public var apps: [App] = []
-    /// Apple's 2026 additions per app, by bundle ID: `retentionMessaging`, `serverFinish` (Configuration+Apple2026.swift).
-    public var apple2026: [String: Apple2026AppSettings] = [:]
     public var appStoreServerAPI: AppStoreServerAPI?
     public var offerSigning: OfferSigning?
     public var auth: Auth?
@@ -107,7 +105,7 @@ public struct Configuration: Sendable {
         }
         guard let apps = try o.array("apps"), !apps.isEmpty else { throw ConfigurationError("apps", "must list at least one app") }
         c.apps = try apps.enumerated().map { (i, v) throws(ConfigurationError) in try parseApp(v, path: "apps[\(i)]", base: baseDirectory) }
-        c.apple2026 = try parseApple2026(apps, c.apps)
+        try parseApple2026(apps, &c.apps)
         var seen = Set<String>()
         for (i, app) in c.apps.enumerated() where !seen.insert(app.bundleId).inserted {
             throw ConfigurationError("apps[\(i)].bundleId", "duplicates another app")
@@ -176,6 +174,7 @@ public struct Configuration: Sendable {
         c.appReceiptRootsDER = try parseAppReceipts(o, baseDirectory: baseDirectory)
         try resolveExternal(&c, environment: environment)
         c.events = try parseEvents(o, environment: environment)
+        try validateApple2026(c)
         return c
     }
 

@@ -32,7 +32,8 @@ extension KakinApp {
                 transaction = try await services.appStoreSync.fetchTransaction(id)
             }
             let result = try await services.ingest.apply(transaction: transaction, path: .app, presenter: c.customerId,
-                                                         purchaseProcessId: processId, withStatus: true)
+                                                         purchaseProcessId: processId, withStatus: true,
+                                                         alsoInWrite: services.apple2026.appSent(transaction.payload))
             outcome = result.outcome!
             snapshot = result.statusSnapshot
         }

@@ -46,6 +46,9 @@ extension KakinApp {
             return .json(["read": .int(Int64(read)), "new": .int(Int64(new))], status: 200)
         }
 
+        // Apple's realtime calls: Get Retention Message (AppleRealtimeRoutes.swift)
+        registerAppleRealtimeRoutes(&r)
+
         // Events out (EventRoutes.swift)
         r.add("GET", "/v1/events", .backend) { [unowned self] c throws(KakinError) in try await getEvents(c) }
         r.add("GET", "/v1/customers/{customerId}/events", .customer) { [unowned self] c throws(KakinError) in try await getCustomerEvents(c) }

@@ -41,7 +41,7 @@ public struct AppStoreJobs: Sendable {
     /// The worker's pass: every kind of job due now. Returns how many were attempted.
     @discardableResult
     public func processDue() async -> Int {
-        await processDueConsumptionAnswers() + processDueAppAccountTokens()
+        await processDueConsumptionAnswers() + processDueAppAccountTokens() + processDueServerFinishes()
     }
 
     /// When a failed job is due again: the backoff after its attempts, or later if Apple said so (429).
@@ -176,7 +176,8 @@ public struct AppStoreJobs: Sendable {
         if policy.version == 1, kind == .consumable {
             return (1, ConsumptionInformation.requestV1(facts, sampleContentProvided: policy.sampleContentProvided).json)
         }
-        return (2, ConsumptionInformation.request(facts, sampleContentProvided: policy.sampleContentProvided).json)
+        return (2, ConsumptionInformation.request(facts, sampleContentProvided: policy.sampleContentProvided,
+                                                  refundPreference: policy.refundPreference).json)
     }
     // MARK: App account tokens
 

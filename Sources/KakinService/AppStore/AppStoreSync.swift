@@ -17,6 +17,8 @@ public struct AppStoreSync: Sendable {
     let apps: [String: AppSettings]
     let appReceiptRootsDER: [[UInt8]]?
     let leaseOwner: String
+    /// What Apple's 2026 additions add to a restore's writes (`Apple2026Ingest`).
+    let apple2026: Apple2026Ingest
 
     // MARK: Transactions by id
 
@@ -63,12 +65,14 @@ public struct AppStoreSync: Sendable {
             // one transaction can come back (history is sorted by last change): every copy is ingested; storage keeps
             // the newest.
             for item in statuses {
-                _ = try await ingest.apply(transaction: try ingest.verifyTransaction(item.signedTransactionInfo),
-                                           renewalInfo: try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore),
-                                           path: .restore, presenter: customerId)
+                let tx = try ingest.verifyTransaction(item.signedTransactionInfo)
+                _ = try await ingest.apply(transaction: tx, renewalInfo: try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore),
+                                           path: .restore, presenter: customerId, alsoInWrite: apple2026.inWrite(tx.payload, path: .restore))
             }
             for jws in transactions {
-                _ = try await ingest.apply(transaction: try ingest.verifyTransaction(jws), path: .restore, presenter: customerId)
+                let tx = try ingest.verifyTransaction(jws)
+                _ = try await ingest.apply(transaction: tx, path: .restore, presenter: customerId,
+                                           alsoInWrite: apple2026.inWrite(tx.payload, path: .restore))
             }
         }
     }

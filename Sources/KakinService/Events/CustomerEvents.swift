@@ -12,12 +12,17 @@ public struct CustomerEvents: Sendable {
     /// Wakes the webhook delivery worker once a write with events committed.
     let wake: @Sendable () -> Void
 
-    /// Inside a write: appends `facts` and the status's transitions for `customerId`. Returns how many events, and the
-    /// customer's status inputs as the write leaves them (`version` included), which a caller answering with the
-    /// status may use instead of reading them again; nil for a customer that doesn't exist.
+    /// Inside a write: appends `facts` and the status's transitions for `customerId`. Returns how many events.
     @discardableResult
     public func record(_ r: Records, customerId: String, facts: [EventDraft] = [], environment: String? = nil,
-                       bundleId: String? = nil) throws -> (appended: Int, snapshot: CustomerSnapshot?) {
+                       bundleId: String? = nil) throws -> Int {
+        try recordKeepingSnapshot(r, customerId: customerId, facts: facts, environment: environment, bundleId: bundleId).appended
+    }
+
+    /// `record`, also answering the customer's status inputs as the write leaves them (`version` included), which a
+    /// caller answering with the status uses instead of reading them again; nil for a customer that doesn't exist.
+    func recordKeepingSnapshot(_ r: Records, customerId: String, facts: [EventDraft], environment: String?,
+                               bundleId: String?) throws -> (appended: Int, snapshot: CustomerSnapshot?) {
         guard var snapshot = try r.statusInputs(customerId) else {
             precondition(facts.isEmpty, "events are told about a customer that exists")
             return (0, nil)
@@ -32,7 +37,8 @@ public struct CustomerEvents: Sendable {
             drafts[i].bundleId = bundleId
             drafts[i].environment = environment
         }
-        let json = status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
+        let json = ConsentStatus.adding(snapshot.customer,
+                                        to: status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet))
         try EventOutbox.append(r, customerId: customerId, drafts: drafts, customerStatus: json)
         snapshot.version += Int64(drafts.count)
         // Coins moving leave the transitions as they were: the view is written only when it changed.
@@ -93,7 +99,8 @@ extension CustomerEvents {
         var appended = 0
         var ownerSnapshot: CustomerSnapshot?
         for c in customers {
-            let recorded = try record(r, customerId: c, facts: facts[c] ?? [], environment: environment, bundleId: transaction?.bundleId)
+            let recorded = try recordKeepingSnapshot(r, customerId: c, facts: facts[c] ?? [], environment: environment,
+                                                     bundleId: transaction?.bundleId)
             appended += recorded.appended
             if c == owner { ownerSnapshot = recorded.snapshot }
         }

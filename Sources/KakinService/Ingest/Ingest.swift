@@ -285,14 +285,17 @@ public struct Ingest: Sendable {
         func reconcileRefunds(_ r: Records, _ transactionId: String) throws -> (customerId: String, step: RefundReconciliation.Step)? {
             guard let purchase = try r.purchaseLedger(transactionId) else { return nil }
             let revokedAt = try r.storedRevocationDate(transactionId)
-            let step = RefundReconciliation.step(purchase.ledger, revoked: revokedAt != nil, balance: try r.wallet(purchase.customerId),
-                                                 policy: walletPolicy)
+            // A prorated refund (API 1.19) takes back its share only: read from the newest copy when it is revoked.
+            let share = revokedAt == nil ? WalletRules.fullShareMilli : try r.storedRevokedShareMilli(transactionId)
+            let step = RefundReconciliation.step(purchase.ledger, revoked: revokedAt != nil, revokedShareMilli: share,
+                                                 balance: try r.wallet(purchase.customerId), policy: walletPolicy)
             switch step {
             case .none:
                 return nil
             case .refund(let paid, let free, let shortfall, let number):
                 var detail: [String: JSONValue] = ["revocationDate": .int(revokedAt ?? 0)]
                 if shortfall > 0 { detail["shortfall"] = .int(shortfall) }
+                if share < WalletRules.fullShareMilli { detail["revokedShareMilli"] = .int(Int64(share)) }
                 let after = try r.moveCoins(LedgerMovement(
                     entryId: r.newEntryId(), customerId: purchase.customerId, atMs: r.nowMs, kind: .refund, paid: paid, free: free,
                     reference: transactionId, effectKey: "refund:\(transactionId):\(number)", priceMilli: purchase.priceMilli.map { -$0 },

@@ -19,6 +19,8 @@ public struct NotificationInbox: Sendable {
     /// The worker applying stored notifications (woken when one arrives).
     public let worker: BackgroundLoop
     let wakeAppStoreJobs: @Sendable () -> Void
+    /// Apple's 2026 additions: RESCIND_CONSENT, and what they add to an ingest's write (`Apple2026Ingest`).
+    let apple2026: Apple2026Ingest
 
     /// Verifies and stores one signed notification (from Apple's push or from Notification History).
     /// Returns whether it was new.
@@ -36,6 +38,10 @@ public struct NotificationInbox: Sendable {
     /// Applies one stored notification: its signed transaction and renewal info are verified (once) and go through
     /// the ingest, and the notification is marked applied in the same database transaction.
     func apply(_ stored: InboxNotification) async throws(KakinError) {
+        if let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.isRescindConsent {
+            try await apple2026.applyRescindConsent(n)
+            return metrics.increment(.notificationsApplied)
+        }
         guard let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.notificationType != .test,
               let data = n.data, data.signedTransactionInfo != nil || data.signedRenewalInfo != nil else {
             try await store.markNotification(stored.notificationUUID, state: .ignored, customerId: nil, originalTransactionId: nil)
@@ -47,7 +53,9 @@ public struct NotificationInbox: Sendable {
         let uuid = stored.notificationUUID
         let original = transaction?.payload.originalTransactionId ?? renewalInfo?.payload.originalTransactionId
         let firstAttemptMs = retryClock.nowMs()
+        let apple2026InWrite = apple2026.inWrite(transaction?.payload, path: .notification)
         _ = try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: .notification) { r, result in
+            try apple2026InWrite?(r, result)
             guard !result.retryLater else { return }
             if var job = consumption {
                 job.customerId = result.owner
@@ -121,7 +129,7 @@ public struct NotificationInbox: Sendable {
                 guard dead, let customer else { return 0 }
                 return try events.record(r, customerId: customer, facts: [EventDraft(type: .notificationDead, data: [
                     "notificationUUID": .string(uuid), "originalTransactionId": .string(about.originalTransactionId), "error": .string(description),
-                ])]).appended
+                ])])
             }
             if (told ?? 0) > 0 { events.wake() }
         }

@@ -18,6 +18,8 @@ public struct AppSettings: Sendable {
     public var reportingTimeZone: String
     /// `stripe` and `externalPurchaseReporting`.
     public var external = ExternalPurchasesConfiguration()
+    /// Apple's 2026 additions: `retentionMessaging`, `serverFinish` (`Apple2026/Apple2026Settings.swift`).
+    public var apple2026 = Apple2026AppSettings()
 
     public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
                 offerRules: [String: OfferRule] = [:], reportingTimeZone: String = AppSettings.defaultReportingTimeZone) {
@@ -41,6 +43,9 @@ public struct ConsumptionInformationPolicy: Sendable, Hashable {
     /// 2: Apple's current endpoint (delivery, consumption share). 1: the deprecated V1 endpoint, whose body also
     /// carries lifetime spend and refunds, account age and play time (consumables only).
     public var version: Int
+    /// Whether the V2 body states the refund Kakin would prefer (`refundPreference`: `none`, the default, or
+    /// `fromUsage`: from the ledger, `ConsumptionInformation.suggestedRefundPreference`).
+    public var refundPreference: ConsumptionInformation.RefundPreferencePolicy = .none
 
     public init(customerConsented: Bool, sampleContentProvided: Bool = false, version: Int = 2) {
         self.customerConsented = customerConsented

@@ -16,7 +16,7 @@ public struct EvaluatedCustomer: Sendable {
         guard case .object(var o) = status.json(customerId: customer.customerId, appAccountToken: customer.appAccountToken, wallet: wallet)
         else { preconditionFailure("a status is an object") }
         o["version"] = .int(version)
-        return .object(o)
+        return ConsentStatus.adding(customer, to: .object(o))
     }
 }
 

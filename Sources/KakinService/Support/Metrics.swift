@@ -31,6 +31,10 @@ public final class Metrics: Sendable {
         case consumptionAnswersNotSent = "kakin_consumption_answers_not_sent_total"
         case appAccountTokensSet = "kakin_app_account_tokens_set_total"
         case appAccountTokensNotSet = "kakin_app_account_tokens_not_set_total"
+        case serverFinishesSent = "kakin_server_finishes_sent_total"
+        case serverFinishesNotSent = "kakin_server_finishes_not_sent_total"
+        case retentionMessagesAnswered = "kakin_retention_messages_answered_total"
+        case consentRescinded = "kakin_consent_rescinded_total"
 
         var help: String {
             switch self {
@@ -47,6 +51,10 @@ public final class Metrics: Sendable {
             case .consumptionAnswersNotSent: return "Answers to CONSUMPTION_REQUEST given up (12 hours passed, or refused by the App Store)."
             case .appAccountTokensSet: return "Purchases linked outside the app whose appAccountToken the App Store set (Set App Account Token)."
             case .appAccountTokensNotSet: return "Set App Account Token calls given up (refused by the App Store, or still failing after 24 tries)."
+            case .serverFinishesSent: return "Consumables Kakin finished at the App Store (Finish Transaction) because the app never sent them (serverFinish)."
+            case .serverFinishesNotSent: return "Finish Transaction calls given up (refused by the App Store, or still failing after 24 tries)."
+            case .retentionMessagesAnswered: return "Get Retention Message requests answered (Retention Messaging API)."
+            case .consentRescinded: return "RESCIND_CONSENT notifications recorded."
             }
         }
     }

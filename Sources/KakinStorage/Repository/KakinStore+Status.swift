@@ -20,14 +20,16 @@ extension Records {
     /// stand for the whole, read `wholeHistory` instead.
     public func statusInputs(_ customerId: String) throws -> CustomerSnapshot? {
         guard let row = try db.queryOne("""
-            SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms, w.paid AS paid, w.free AS free,
+            SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms,
+                   c.consent_rescinded_at_ms AS consent_rescinded_at_ms, w.paid AS paid, w.free AS free,
                    h.last_sequence AS version, h.status_view AS status_view
             FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
                 LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
             WHERE c.customer_id = ?
             """, [.text(customerId)]) else { return nil }
         let customer = KakinStore.Customer(customerId: customerId, appAccountToken: row.string("app_account_token") ?? "",
-                                           createdAtMs: row.int("created_at_ms") ?? 0)
+                                           createdAtMs: row.int("created_at_ms") ?? 0,
+                                           consentRescindedAtMs: row.int("consent_rescinded_at_ms"))
         let wallet = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
         let version = row.int("version") ?? 0
         let statusView = row.string("status_view")

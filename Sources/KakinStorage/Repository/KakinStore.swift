@@ -64,6 +64,8 @@ public final class KakinStore: Sendable {
         public var customerId: String
         public var appAccountToken: String
         public var createdAtMs: Int64
+        /// When a RESCIND_CONSENT arrived for the customer (migration 15); nil: never.
+        public var consentRescindedAtMs: Int64? = nil
     }
 
     public func customer(_ customerId: String) async throws(KakinError) -> Customer? {
@@ -72,10 +74,10 @@ public final class KakinStore: Sendable {
 
     static func loadCustomer(_ db: SQLConnection, _ customerId: String) throws -> Customer? {
         guard let row = try db.queryOne(
-            "SELECT customer_id, app_account_token, created_at_ms FROM customers WHERE customer_id = ?", [.text(customerId)])
+            "SELECT customer_id, app_account_token, created_at_ms, consent_rescinded_at_ms FROM customers WHERE customer_id = ?", [.text(customerId)])
         else { return nil }
         return Customer(customerId: row.string("customer_id") ?? customerId, appAccountToken: row.string("app_account_token") ?? "",
-                        createdAtMs: row.int("created_at_ms") ?? 0)
+                        createdAtMs: row.int("created_at_ms") ?? 0, consentRescindedAtMs: row.int("consent_rescinded_at_ms"))
     }
 
     /// The customer, created (with a token from `newToken`, drawn only then) if it doesn't exist.

@@ -20,6 +20,7 @@ final class SimulatedKakin: Sendable {
 
     static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
                       consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
+                      apple2026: Apple2026AppSettings = Apple2026AppSettings(),
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -29,6 +30,7 @@ final class SimulatedKakin: Sendable {
         config.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
                                          catalog: catalog, offerRules: Dictionary(offerRules.map { ($0.offerId, $0) }, uniquingKeysWith: { $1 }))]
         config.apps[0].consumptionInformation = consumption
+        config.apps[0].apple2026 = apple2026
         config.auth = auth
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
@@ -43,10 +45,11 @@ final class SimulatedKakin: Sendable {
 
     static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
                      consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
+                     apple2026: Apple2026AppSettings = Apple2026AppSettings(),
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
         try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, offerRules: offerRules,
-                                        consumption: consumption, auth: auth, deliveries: deliveries),
+                                        consumption: consumption, auth: auth, apple2026: apple2026, deliveries: deliveries),
                         stop: { await $0.stop() }, body)
     }
 
