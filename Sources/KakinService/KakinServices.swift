@@ -58,6 +58,8 @@ public final class KakinServices: Sendable {
     public let extensions: SubscriptionExtensions
     public let wallets: Wallets
     public let offers: Offers
+    /// Purchases outside the App Store (the web, Stripe) and Apple's external purchase tokens and reports.
+    public let externalPurchases: ExternalPurchases
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -93,9 +95,13 @@ public final class KakinServices: Sendable {
                         setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
                         events: events)
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
+        let reporter = ExternalPurchaseReporter(store: store, access: access, apps: apps, clock: clock, metrics: metrics, logger: logger, events: events)
+        externalPurchases = ExternalPurchases(store: store, apps: apps, walletPolicy: settings.wallet, events: events, statusReads: statusReads,
+                                              clock: clock, metrics: metrics, logger: logger, reporter: reporter)
         notifications = NotificationInbox(store: store, ingest: ingest, metrics: metrics, logger: logger, apps: apps, retryClock: retryClock,
                                           attemptsMax: settings.notificationAttemptsMax, claims: claims,
-                                          worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() })
+                                          worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() },
+                                          externalPurchaseToken: { json throws(KakinError) in try await reporter.unreported(notification: json) })
         appStoreSync = AppStoreSync(store: store, access: access, ingest: ingest, inbox: notifications, logger: logger, clock: clock,
                                     retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner)
         extensions = SubscriptionExtensions(store: store, access: access, ingest: ingest, statusReads: statusReads, apps: apps, logger: logger)

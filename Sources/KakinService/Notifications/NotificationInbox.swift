@@ -19,6 +19,8 @@ public struct NotificationInbox: Sendable {
     /// The worker applying stored notifications (woken when one arrives).
     public let worker: BackgroundLoop
     let wakeAppStoreJobs: @Sendable () -> Void
+    /// EXTERNAL_PURCHASE_TOKEN notifications (the notification's JSON): `ExternalPurchaseReporter.unreported`.
+    var externalPurchaseToken: (@Sendable (JSONValue) async throws(KakinError) -> Void)? = nil
 
     /// Verifies and stores one signed notification (from Apple's push or from Notification History).
     /// Returns whether it was new.
@@ -36,6 +38,13 @@ public struct NotificationInbox: Sendable {
     /// Applies one stored notification: its signed transaction and renewal info are verified (once) and go through
     /// the ingest, and the notification is marked applied in the same database transaction.
     func apply(_ stored: InboxNotification) async throws(KakinError) {
+        if let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.notificationType == .externalPurchaseToken,
+           let externalPurchaseToken {
+            // Apple's external purchase tokens (issue 17): UNREPORTED makes Kakin report the token at once.
+            if n.subtype == .unreported { try await externalPurchaseToken(json) }
+            try await store.markNotification(stored.notificationUUID, state: .applied, customerId: nil, originalTransactionId: nil)
+            return
+        }
         guard let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.notificationType != .test,
               let data = n.data, data.signedTransactionInfo != nil || data.signedRenewalInfo != nil else {
             try await store.markNotification(stored.notificationUUID, state: .ignored, customerId: nil, originalTransactionId: nil)

@@ -31,6 +31,9 @@ public final class Metrics: Sendable {
         case consumptionAnswersNotSent = "kakin_consumption_answers_not_sent_total"
         case appAccountTokensSet = "kakin_app_account_tokens_set_total"
         case appAccountTokensNotSet = "kakin_app_account_tokens_not_set_total"
+        case externalReportsSent = "kakin_external_purchase_reports_sent_total"
+        case externalReportsFailed = "kakin_external_purchase_reports_failed_total"
+        case externalTokensUnreported = "kakin_external_purchase_tokens_unreported_total"
 
         var help: String {
             switch self {
@@ -47,6 +50,9 @@ public final class Metrics: Sendable {
             case .consumptionAnswersNotSent: return "Answers to CONSUMPTION_REQUEST given up (12 hours passed, or refused by the App Store)."
             case .appAccountTokensSet: return "Purchases linked outside the app whose appAccountToken the App Store set (Set App Account Token)."
             case .appAccountTokensNotSet: return "Set App Account Token calls given up (refused by the App Store, or still failing after 24 tries)."
+            case .externalReportsSent: return "External purchase reports Apple accepted."
+            case .externalReportsFailed: return "External purchase reports Apple refused (line-item errors; listed at /v1/admin/external-purchase-reports?state=failed)."
+            case .externalTokensUnreported: return "EXTERNAL_PURCHASE_TOKEN/UNREPORTED notifications: Apple held no report of a token past its deadline (an error: Kakin reports it at once)."
             }
         }
     }

@@ -32,7 +32,11 @@ extension Records {
             SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
             LIMIT ?
             """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(KakinStore.historyRowsMax))])
-        guard !txs.isEmpty else { return CustomerSnapshot(customer: customer, history: CustomerHistory(), wallet: wallet, version: version) }
+        // Entitlements bought outside the App Store (migration 14): a handful of rows per customer, usually none.
+        let external = try KakinStore.externalEntitlements(db, customerId)
+        guard !txs.isEmpty else {
+            return CustomerSnapshot(customer: customer, history: CustomerHistory(external: external), wallet: wallet, version: version)
+        }
         // Only the status-input index may answer the subquery (no product_type test, which another index would
         // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
         let renewals = try db.query("""
@@ -40,7 +44,9 @@ extension Records {
                 SELECT original_transaction_id FROM transactions WHERE customer_id = ? AND status_input = 1)
             LIMIT ?
             """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: wallet, version: version)
+        var history = Self.history(txs, renewals)
+        history.external = external
+        return CustomerSnapshot(customer: customer, history: history, wallet: wallet, version: version)
     }
 
     /// The customer's whole history (the newest `historyRowsMax` transactions).
@@ -54,7 +60,9 @@ extension Records {
             JOIN original_links l ON l.original_transaction_id = r.original_transaction_id
             WHERE l.customer_id = ? LIMIT ?
             """, [.text(customer.customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: try wallet(customer.customerId),
+        var history = Self.history(txs, renewals)
+        history.external = try KakinStore.externalEntitlements(db, customer.customerId)
+        return CustomerSnapshot(customer: customer, history: history, wallet: try wallet(customer.customerId),
                                 version: try eventHead(customer.customerId).lastSequence)
     }
 
