@@ -42,8 +42,12 @@ public enum ExternalPurchaseReportCorrection {
         guard var report = rebuilt, report.externalPurchaseId == refused.externalPurchaseId else { return nil }
         report.requestIdentifier = refused.requestIdentifier
         let futureDated = Set(errors.filter { $0.errorCode == futureDateErrorCode }.compactMap(\.lineItemId))
-        for i in report.lineItems.indices where futureDated.contains(report.lineItems[i].lineItemId) || report.lineItems[i].creationDateMs > nowMs {
-            report.lineItems[i].creationDateMs = min(report.lineItems[i].creationDateMs, nowMs)
+        for i in report.lineItems.indices {
+            if futureDated.contains(report.lineItems[i].lineItemId) {
+                report.lineItems[i].creationDateMs = nowMs
+            } else {
+                report.lineItems[i].creationDateMs = min(report.lineItems[i].creationDateMs, nowMs)
+            }
         }
         return report == refused ? nil : report
     }

@@ -20,7 +20,8 @@ final class SimulatedKakin: Sendable {
 
     static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
                       consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
-                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
+                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
+                      configure: (inout Configuration) -> Void = { _ in }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var config = Configuration()
@@ -30,6 +31,7 @@ final class SimulatedKakin: Sendable {
                                          catalog: catalog, offerRules: Dictionary(offerRules.map { ($0.offerId, $0) }, uniquingKeysWith: { $1 }))]
         config.apps[0].consumptionInformation = consumption
         config.auth = auth
+        configure(&config)
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
         let local = try LocalMode(configuration: config, simulatorConfiguration: simConfig, simulatorStartMs: start2026,
