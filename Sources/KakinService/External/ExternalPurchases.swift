@@ -91,7 +91,12 @@ public struct ExternalPurchases: Sendable {
                     .last { $0.provider == input.provider && $0.productId == input.productId && $0.subscriptionId != nil }?.subscriptionId
                     ?? input.externalId
             }
-            guard try r.insertExternalPurchase(row) else { throw KakinError(.writeConflict, detail: "external purchase inserted meanwhile") }
+            guard try r.insertExternalPurchase(row) else {
+                // Reported at the same moment by another request (the unique key decided): the same 409.
+                guard let existing = try r.externalPurchase(provider: input.provider, externalId: input.externalId),
+                      existing.customerId == customerId else { throw KakinError(.belongsToAnotherCustomer) }
+                return (existing, 409, 0)
+            }
             try rules.attachToken(r, &row, named: input.externalPurchaseToken)
             _ = try rules.apply(r, &row, product: product, facts: &facts)
             return (row, 201, try events.record(r, facts, bundleId: app.bundleId))
@@ -138,9 +143,6 @@ public struct ExternalPurchases: Sendable {
         if let reason = facts.ignoredReason { return StripeWebhookAnswer(eventId: facts.eventId, outcome: "ignored", reason: reason) }
         if !facts.livemode, !app.environments.contains(.sandbox) {
             return StripeWebhookAnswer(eventId: facts.eventId, outcome: "ignored", reason: "A test-mode event, and this app does not accept Sandbox.")
-        }
-        if !facts.livemode, !app.environments.contains(.production), app.environments.isEmpty {
-            return StripeWebhookAnswer(eventId: facts.eventId, outcome: "ignored", reason: "This app accepts no environment.")
         }
         for customer in [facts.purchase?.customerId, facts.subscription?.customerId, facts.refund?.customerId].compactMap({ $0 })
         where !CustomerID.isValid(customer) {
