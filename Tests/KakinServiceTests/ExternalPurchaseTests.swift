@@ -213,6 +213,37 @@ import Testing
         }
     }
 
+    @Test(arguments: Backend.available) func aSubscriptionPeriodRefundedThroughItsPaymentIntentIsRevoked(_ backend: Backend) async throws {
+        try await Self.withWorld(backend) { w in
+            let t0 = w.nowMs
+            let md = Self.metadata("u1", "premium.monthly")
+            // API 2025-03-31: the invoice names its PaymentIntent in `payments`, the charge names no invoice.
+            let invoice: JSONValue = [
+                "id": "in_R", "object": "invoice", "amount_paid": 980, "currency": "jpy", "status_transitions": ["paid_at": .int(t0 / 1000)],
+                "parent": ["type": "subscription_details", "subscription_details": ["metadata": md, "subscription": "sub_R"]],
+                "payments": ["object": "list", "data": [["object": "invoice_payment", "payment": ["type": "payment_intent", "payment_intent": "pi_R"]]]],
+                "lines": ["object": "list", "data": [["id": "il_R", "object": "line_item", "amount": 980, "metadata": md,
+                                                      "period": ["start": .int(t0 / 1000), "end": .int((t0 + 30 * Self.day) / 1000)]]]],
+            ]
+            try await w.stripe("invoice.paid", id: "evt_r1", invoice)
+            #expect(try await w.status("u1")["subscriptions"]?.arrayValue?.first?["state"] == "subscribed")
+            let charge: JSONValue = ["id": "ch_R", "object": "charge", "amount": 980, "amount_refunded": 980, "refunded": true, "currency": "jpy",
+                                     "payment_intent": "pi_R", "metadata": [:]]
+            #expect(try await w.stripe("charge.refunded", id: "evt_r2", charge).outcome == "applied")
+            #expect(try await w.status("u1")["subscriptions"]?.arrayValue?.first?["state"] == "revoked")
+            #expect(try await w.status("u1")["status"] == "inactive")
+            // The refund's fact first, then the transitions the status shows (as for an App Store revocation).
+            #expect(try await w.eventTypes("u1") == ["customer.created", "subscription.started", "purchase.refunded",
+                                                       "subscription.auto_renew_changed", "subscription.revoked"])
+            // A refund of a charge Kakin has not recorded yet is refused, so Stripe delivers it again later.
+            let unknown: JSONValue = ["id": "ch_X", "object": "charge", "amount": 120, "amount_refunded": 120, "currency": "jpy", "payment_intent": "pi_X"]
+            await #expect(throws: KakinError.self) { try await w.stripe("charge.refunded", id: "evt_r3", unknown) }
+            #expect(try await w.stripe("charge.refunded", id: "evt_r3", charge).outcome == "applied")
+            #expect(try await w.ledger("u1").isEmpty)
+            #expect(try await w.store.checkLedger().ok)
+        }
+    }
+
     // MARK: Two sources, one entitlement
 
     @Test(arguments: Backend.available) func anAppStoreAndAWebSubscriptionToOneEntitlementStayActiveUntilBothEnded(_ backend: Backend) async throws {

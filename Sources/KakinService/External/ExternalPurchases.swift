@@ -161,8 +161,10 @@ public struct ExternalPurchases: Sendable {
                 try Self.purchase(r, purchase, bundleId: bundleId, rules: rules, facts: &fx, tokens: &tokens)
             }
             if let refund = facts.refund {
+                // By invoice (older API versions), else by PaymentIntent: a Checkout payment's own id, or an invoice's payment.
                 guard var row = try refund.invoiceId.flatMap({ try r.externalPurchase(provider: refund.provider, externalId: $0) })
-                        ?? refund.paymentIntentId.flatMap({ try r.externalPurchase(provider: refund.provider, externalId: $0) }) else {
+                        ?? refund.paymentIntentId.flatMap({ try r.externalPurchase(provider: refund.provider, externalId: $0) })
+                        ?? refund.paymentIntentId.flatMap({ try r.externalPurchase(provider: refund.provider, paymentRef: $0) }) else {
                     throw KakinError(.externalPurchaseNotFound, detail: "charge \(refund.chargeId) refunds no recorded purchase (yet)")
                 }
                 let plan = ExternalRefundPlan.reportedTotal(min(refund.amountRefunded, row.price), price: row.price, refundedSoFar: row.refundedTotal,
@@ -212,6 +214,7 @@ public struct ExternalPurchases: Sendable {
         let subscription = try fact.subscriptionId.flatMap { try r.externalSubscription(provider: input.provider, subscriptionId: $0) }
         var row = row(input, customerId: fact.customerId ?? subscription?.customerId, bundleId: bundleId, subscriptionId: fact.subscriptionId,
                       periodStartMs: fact.periodStartMs, nowMs: r.nowMs)
+        if let pi = fact.paymentIntentId, pi != input.externalId { row.paymentRef = pi }
         guard try r.insertExternalPurchase(row) else { return }
         guard row.customerId != nil, let product = rules.product(bundleId, row.productId) else { return }
         _ = try rules.apply(r, &row, product: product, facts: &facts)

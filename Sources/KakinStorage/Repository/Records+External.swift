@@ -20,6 +20,8 @@ public struct ExternalPurchaseRow: Sendable, Hashable {
     public var subscriptionId: String?
     /// Apple's external purchase token the purchase followed (its `externalPurchaseId`).
     public var externalPurchaseId: String?
+    /// The provider's payment behind the purchase when it is not `externalId` (a Stripe invoice's PaymentIntent).
+    public var paymentRef: String? = nil
     /// Minor units refunded so far, and each refund `{"key", "amount", "atMs"}` in order.
     public var refundedTotal: Int64
     public var refunds: JSONValue
@@ -138,11 +140,11 @@ extension Records {
 
     static let purchaseColumns = """
         provider, external_id, customer_id, bundle_id, product_id, product_kind, price, currency, purchased_at_ms, expires_at_ms,
-        period_start_ms, subscription_id, external_purchase_id, refunded_total, refunds, grant_json, applied, created_at_ms
+        period_start_ms, subscription_id, external_purchase_id, payment_ref, refunded_total, refunds, grant_json, applied, created_at_ms
         """
 
     static func purchaseRow(_ r: SQLRow) -> ExternalPurchaseRow {
-        ExternalPurchaseRow(
+        var row = ExternalPurchaseRow(
             provider: r.string("provider") ?? "", externalId: r.string("external_id") ?? "", customerId: r.string("customer_id"),
             bundleId: r.string("bundle_id") ?? "", productId: r.string("product_id"), productKind: r.string("product_kind"),
             price: r.int("price") ?? 0, currency: r.string("currency") ?? "", purchasedAtMs: r.int("purchased_at_ms") ?? 0,
@@ -150,6 +152,8 @@ extension Records {
             externalPurchaseId: r.string("external_purchase_id"), refundedTotal: r.int("refunded_total") ?? 0,
             refunds: (try? JSONParser.parse(r.string("refunds") ?? "[]")) ?? [], grant: (try? JSONParser.parse(r.string("grant_json") ?? "null")) ?? .null,
             applied: (r.int("applied") ?? 0) != 0, createdAtMs: r.int("created_at_ms") ?? 0)
+        row.paymentRef = r.string("payment_ref")
+        return row
     }
 
     public func externalPurchase(provider: String, externalId: String) throws -> ExternalPurchaseRow? {
@@ -157,11 +161,17 @@ extension Records {
                         [.text(provider), .text(externalId)]).map(Self.purchaseRow)
     }
 
+    /// The purchase whose provider payment is `paymentRef` (a Stripe invoice found by its PaymentIntent).
+    public func externalPurchase(provider: String, paymentRef: String) throws -> ExternalPurchaseRow? {
+        try db.queryOne("SELECT \(Self.purchaseColumns) FROM external_purchases WHERE provider = ? AND payment_ref = ? LIMIT 1",
+                        [.text(provider), .text(paymentRef)]).map(Self.purchaseRow)
+    }
+
     /// Inserts the purchase unless `(provider, externalId)` exists: false means it was reported before (409), and
     /// nothing was written.
     public func insertExternalPurchase(_ p: ExternalPurchaseRow) throws -> Bool {
         try db.execute("""
-            INSERT INTO external_purchases (\(Self.purchaseColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO external_purchases (\(Self.purchaseColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (provider, external_id) DO NOTHING
             """, Self.purchaseValues(p)) > 0
     }
@@ -179,7 +189,7 @@ extension Records {
     static func purchaseValues(_ p: ExternalPurchaseRow) -> [SQLValue] {
         [.text(p.provider), .text(p.externalId), SQLValue(p.customerId), .text(p.bundleId), SQLValue(p.productId), SQLValue(p.productKind),
          .integer(p.price), .text(p.currency), .integer(p.purchasedAtMs), SQLValue(p.expiresAtMs), SQLValue(p.periodStartMs),
-         SQLValue(p.subscriptionId), SQLValue(p.externalPurchaseId), .integer(p.refundedTotal), .text(p.refunds.jsonString),
+         SQLValue(p.subscriptionId), SQLValue(p.externalPurchaseId), SQLValue(p.paymentRef), .integer(p.refundedTotal), .text(p.refunds.jsonString),
          .text(p.grant.jsonString), .integer(p.applied ? 1 : 0), .integer(p.createdAtMs)]
     }
 

@@ -37,6 +37,7 @@ extension Schema {
                 period_start_ms BIGINT,
                 subscription_id \(text),
                 external_purchase_id \(text),
+                payment_ref \(text),
                 refunded_total BIGINT NOT NULL,
                 refunds \(text) NOT NULL,
                 grant_json \(text) NOT NULL,
@@ -47,6 +48,7 @@ extension Schema {
             CREATE INDEX external_purchases_by_customer ON external_purchases(customer_id, purchased_at_ms);
             CREATE INDEX external_purchases_by_subscription ON external_purchases(provider, subscription_id) WHERE subscription_id IS NOT NULL;
             CREATE INDEX external_purchases_by_token ON external_purchases(external_purchase_id) WHERE external_purchase_id IS NOT NULL;
+            CREATE INDEX external_purchases_by_payment ON external_purchases(provider, payment_ref) WHERE payment_ref IS NOT NULL;
             CREATE TABLE external_webhook_events (
                 provider \(text) NOT NULL,
                 event_id \(text) NOT NULL,
