@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import HTTPServer
 import KakinCore
 import KakinExternal
 import KakinService
@@ -54,6 +55,13 @@ import Testing
             #expect(failed.count == 1)
             #expect(failed.first?["errors"]?.arrayValue?.first?["errorCode"] == 6)
             let requestIdentifier = failed.first?["requestIdentifier"]
+            // The support desk shows Apple's errors.
+            let deskPage = await k.app.handle(HTTPRequest(method: "GET", path: "/admin/external-purchase-reports", rawPath: "/admin/external-purchase-reports",
+                                                          queryItems: [("state", "failed")], headers: HTTPHeaders(), body: [], requestId: "d",
+                                                          remoteAddress: nil))
+            let html = String(decoding: deskPage.body, as: UTF8.self)
+            #expect(deskPage.status == 200)
+            #expect(html.contains("6 creationDate") && html.contains(requestIdentifier?.stringValue ?? "?"))
             #expect(try await reports("sent").isEmpty)
 
             // A few minutes later Kakin corrects the line (dated when resubmitted) and resubmits it with the same requestIdentifier.

@@ -32,6 +32,8 @@ extension KakinApp {
             }
             return .json(try await services.externalPurchases.reporter.reports(state: c.request.query["state"], limit: limit), status: 200)
         }
+        // The support desk's page of the same list, Apple's errors shown (KakinAdmin).
+        r.add("GET", "/admin/external-purchase-reports", .desk) { [unowned self] c in await desk.externalReportsPage(c.request) }
     }
 
     /// `POST /v1/customers/{id}/external-purchases` (`Idempotency-Key` required; the purchase itself is idempotent by
