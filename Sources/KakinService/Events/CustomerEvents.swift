@@ -12,28 +12,36 @@ public struct CustomerEvents: Sendable {
     /// Wakes the webhook delivery worker once a write with events committed.
     let wake: @Sendable () -> Void
 
-    /// Inside a write: appends `facts` and the status's transitions for `customerId`. Returns how many events.
+    /// Inside a write: appends `facts` and the status's transitions for `customerId`. Returns how many events, and the
+    /// customer's status inputs as the write leaves them (`version` included), which a caller answering with the
+    /// status may use instead of reading them again; nil for a customer that doesn't exist.
     @discardableResult
     public func record(_ r: Records, customerId: String, facts: [EventDraft] = [], environment: String? = nil,
-                       bundleId: String? = nil) throws -> Int {
+                       bundleId: String? = nil) throws -> (appended: Int, snapshot: CustomerSnapshot?) {
         guard var snapshot = try r.statusInputs(customerId) else {
             precondition(facts.isEmpty, "events are told about a customer that exists")
-            return 0
+            return (0, nil)
         }
         if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
         let status = StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: r.nowMs)
-        let head = try r.eventHead(customerId)
-        let told = head.statusView.flatMap { try? JSONParser.parse($0) }.flatMap(StatusView.init(json:)) ?? StatusView()
+        let told = snapshot.statusView.flatMap { try? JSONParser.parse($0) }.flatMap(StatusView.init(json:)) ?? StatusView()
+        let now = StatusView(status)
         var drafts = facts + StatusEvents.drafts(previous: told, current: status)
-        guard !drafts.isEmpty else { return 0 }
+        guard !drafts.isEmpty else { return (0, snapshot) }
         for i in drafts.indices where drafts[i].bundleId == nil && drafts[i].environment == nil {
             drafts[i].bundleId = bundleId
             drafts[i].environment = environment
         }
         let json = status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet)
         try EventOutbox.append(r, customerId: customerId, drafts: drafts, customerStatus: json)
-        try r.setStatusView(customerId, StatusView(status).json.jsonString)
-        return drafts.count
+        snapshot.version += Int64(drafts.count)
+        // Coins moving leave the transitions as they were: the view is written only when it changed.
+        if now != told || snapshot.statusView == nil {
+            let view = now.json.jsonString
+            try r.setStatusView(customerId, view)
+            snapshot.statusView = view
+        }
+        return (drafts.count, snapshot)
     }
 }
 
@@ -51,8 +59,8 @@ extension CustomerEvents {
     /// refund took coins from), the facts it knows and the status's transitions. A write that changed nothing (a
     /// duplicate) tells nothing.
     func record(_ r: Records, _ changes: [IngestChange], transaction: TransactionPayload?, renewalInfo: RenewalInfoPayload?,
-                owner: String?) throws -> Int {
-        guard !changes.isEmpty else { return 0 }
+                owner: String?) throws -> (appended: Int, ownerSnapshot: CustomerSnapshot?) {
+        guard !changes.isEmpty else { return (0, nil) }
         var facts: [String: [EventDraft]] = [:]
         var customers: [String] = owner.map { [$0] } ?? []
         func add(_ customerId: String, _ draft: EventDraft) {
@@ -83,9 +91,12 @@ extension CustomerEvents {
         }
         let environment = transaction?.environment.rawValue ?? renewalInfo?.environment.rawValue
         var appended = 0
+        var ownerSnapshot: CustomerSnapshot?
         for c in customers {
-            appended += try record(r, customerId: c, facts: facts[c] ?? [], environment: environment, bundleId: transaction?.bundleId)
+            let recorded = try record(r, customerId: c, facts: facts[c] ?? [], environment: environment, bundleId: transaction?.bundleId)
+            appended += recorded.appended
+            if c == owner { ownerSnapshot = recorded.snapshot }
         }
-        return appended
+        return (appended, ownerSnapshot)
     }
 }

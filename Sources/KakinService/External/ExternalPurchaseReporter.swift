@@ -212,7 +212,7 @@ public final class ExternalPurchaseReporter: Sendable {
                         appended = try events.record(r, customerId: customer, facts: [EventDraft(type: .externalPurchaseReported, data: [
                             "externalPurchaseId": .string(row.externalPurchaseId), "requestIdentifier": .string(report.requestIdentifier),
                             "status": .string(report.status.rawValue), "lineItems": .int(Int64(report.lineItems.count)),
-                        ])], bundleId: row.bundleId)
+                        ])], bundleId: row.bundleId).appended
                     }
                 } else {
                     t.reportDueMs = r.nowMs + ExternalPurchaseReportJob.retryBaseMs

@@ -290,7 +290,7 @@ extension CustomerEvents {
     func record(_ r: Records, _ facts: ExternalFacts, bundleId: String) throws -> Int {
         var appended = 0
         for c in facts.customers {
-            appended += try record(r, customerId: c, facts: facts.drafts[c] ?? [], bundleId: bundleId)
+            appended += try record(r, customerId: c, facts: facts.drafts[c] ?? [], bundleId: bundleId).appended
         }
         return appended
     }

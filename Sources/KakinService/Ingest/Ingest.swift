@@ -166,13 +166,18 @@ public struct Ingest: Sendable {
                         purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, setsToken: setsToken)
         let result = try await store.transaction { r in
             var result = try plan.run(r, transaction: transaction, renewalInfo: renewalInfo)
-            result.eventsAppended = try events.record(r, result.changes, transaction: transaction?.payload ?? nil,
-                                                      renewalInfo: renewalInfo?.payload, owner: result.owner)
+            let recorded = try events.record(r, result.changes, transaction: transaction?.payload ?? nil,
+                                             renewalInfo: renewalInfo?.payload, owner: result.owner)
+            result.eventsAppended = recorded.appended
             try alsoInWrite?(r, result)
-            if withStatus, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner,
-               var snapshot = try r.statusInputs(owner) {
-                if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
-                result.statusSnapshot = snapshot
+            if withStatus, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner {
+                // The events' read of the owner's status inputs is the answer's, when the write changed something.
+                if let snapshot = recorded.ownerSnapshot {
+                    result.statusSnapshot = snapshot
+                } else if var snapshot = try r.statusInputs(owner) {
+                    if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
+                    result.statusSnapshot = snapshot
+                }
             }
             return result
         }
@@ -211,8 +216,9 @@ public struct Ingest: Sendable {
                 return IngestResult(outcome: nil, owner: owner, changes: changes)
             }
             let tx = transaction.payload
+            let linkOwner = try r.linkOwner(originalTransactionId: tx.originalTransactionId)
             let decision = Ownership.decide(
-                presenter: presenter, linkOwner: try r.linkOwner(originalTransactionId: tx.originalTransactionId),
+                presenter: presenter, linkOwner: linkOwner,
                 tokenOwner: try tx.appAccountToken.flatMap(r.customerOwning(appAccountToken:)), policy: transferPolicy)
             if case .refuse = decision, options.ownerConflict == .refuse {
                 throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(tx.originalTransactionId) is linked to another customer")
@@ -232,7 +238,7 @@ public struct Ingest: Sendable {
 
             let (customer, created) = try r.ensureCustomer(owner)
             if created { changes.append(.customerCreated(customerId: owner)) }
-            if try r.apply(decision, for: tx) {
+            if try r.apply(decision, for: tx, linkedBefore: linkOwner) {
                 if case .transfer(let from, let to) = decision {
                     changes.append(.transferred(originalTransactionId: tx.originalTransactionId, from: from, to: to))
                 } else {

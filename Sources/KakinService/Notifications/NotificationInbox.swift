@@ -130,7 +130,7 @@ public struct NotificationInbox: Sendable {
                 guard dead, let customer else { return 0 }
                 return try events.record(r, customerId: customer, facts: [EventDraft(type: .notificationDead, data: [
                     "notificationUUID": .string(uuid), "originalTransactionId": .string(about.originalTransactionId), "error": .string(description),
-                ])])
+                ])]).appended
             }
             if (told ?? 0) > 0 { events.wake() }
         }

@@ -10,6 +10,8 @@ public struct CustomerSnapshot: Sendable {
     public var wallet: WalletBalance
     /// The customer's last event sequence (0 before the first): the status's `version`.
     public var version: Int64 = 0
+    /// What the customer's events last told of its status (`outbox_heads.status_view`), read in the same row.
+    public var statusView: String?
 }
 
 extension Records {
@@ -19,7 +21,7 @@ extension Records {
     public func statusInputs(_ customerId: String) throws -> CustomerSnapshot? {
         guard let row = try db.queryOne("""
             SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms, w.paid AS paid, w.free AS free,
-                   h.last_sequence AS version
+                   h.last_sequence AS version, h.status_view AS status_view
             FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
                 LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
             WHERE c.customer_id = ?
@@ -28,6 +30,7 @@ extension Records {
                                            createdAtMs: row.int("created_at_ms") ?? 0)
         let wallet = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
         let version = row.int("version") ?? 0
+        let statusView = row.string("status_view")
         let txs = try db.query("""
             SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
             LIMIT ?
@@ -35,7 +38,8 @@ extension Records {
         // Entitlements bought outside the App Store (migration 14): a handful of rows per customer, usually none.
         let external = try KakinStore.externalEntitlements(db, customerId)
         guard !txs.isEmpty else {
-            return CustomerSnapshot(customer: customer, history: CustomerHistory(external: external), wallet: wallet, version: version)
+            return CustomerSnapshot(customer: customer, history: CustomerHistory(external: external), wallet: wallet, version: version,
+                                    statusView: statusView)
         }
         // Only the status-input index may answer the subquery (no product_type test, which another index would
         // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
@@ -46,7 +50,7 @@ extension Records {
             """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
         var history = Self.history(txs, renewals)
         history.external = external
-        return CustomerSnapshot(customer: customer, history: history, wallet: wallet, version: version)
+        return CustomerSnapshot(customer: customer, history: history, wallet: wallet, version: version, statusView: statusView)
     }
 
     /// The customer's whole history (the newest `historyRowsMax` transactions).
@@ -62,8 +66,9 @@ extension Records {
             """, [.text(customer.customerId), .integer(Int64(KakinStore.historyRowsMax))])
         var history = Self.history(txs, renewals)
         history.external = try KakinStore.externalEntitlements(db, customer.customerId)
+        let head = try eventHead(customer.customerId)
         return CustomerSnapshot(customer: customer, history: history, wallet: try wallet(customer.customerId),
-                                version: try eventHead(customer.customerId).lastSequence)
+                                version: head.lastSequence, statusView: head.statusView)
     }
 
     static func history(_ transactions: [SQLRow], _ renewals: [SQLRow]) -> CustomerHistory {

@@ -5,9 +5,10 @@ import KakinCore
 /// long its history). Kept in the same write as every change to a customer's transactions: a newer copy
 /// stored, a purchase chain linked or moved to a customer.
 ///
-/// Only this file clears the flag. Rows inserted elsewhere get the column's default, 1, and so do the rows
-/// of databases migrated from before it existed: a status read over more rows than needed is still right
-/// (`StatusInputs` explains why), and the next change for the customer narrows them down.
+/// Consumables are never status inputs (stored with 0, migration 18 cleared the older ones). Otherwise only this
+/// file clears the flag. Rows inserted elsewhere get the column's default, 1, and so do the rows of databases
+/// migrated from before it existed: a status read over more rows than needed is still right (`StatusInputs`
+/// explains why), and the next change for the customer narrows them down.
 extension KakinStore {
     /// A stored transaction as the selection sees it.
     struct StatusInputRow {

@@ -28,7 +28,7 @@ extension Records {
     // MARK: Signed copies
 
     /// Keeps the newest signed copy of the transaction (by `signedDate`; equal dates by the JWS text), with the
-    /// decoded fields a status read needs beside it (not for consumables, which no status reads), and keeps its
+    /// decoded fields a status read needs beside it (not for consumables, which no status reads: never status inputs), and keeps its
     /// customer's status inputs current. A new row belongs to `owner` when the caller decided it (the chain is being
     /// linked to them in the same write), else to its chain's link. Returns whether this copy is now the stored one.
     @discardableResult
@@ -37,9 +37,9 @@ extension Records {
         let stored = try db.execute("""
             INSERT INTO transactions (transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment,
                 purchase_date_ms, expires_date_ms, revocation_date_ms, signed_date_ms, app_account_token, jws, status_json, customer_id,
-                first_seen_ms, updated_ms)
+                first_seen_ms, updated_ms, status_input)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                    COALESCE(?, (SELECT customer_id FROM original_links WHERE original_transaction_id = ?)), ?, ?)
+                    COALESCE(?, (SELECT customer_id FROM original_links WHERE original_transaction_id = ?)), ?, ?, ?)
             ON CONFLICT (transaction_id) DO UPDATE SET
                 purchase_date_ms = excluded.purchase_date_ms, expires_date_ms = excluded.expires_date_ms,
                 revocation_date_ms = excluded.revocation_date_ms, signed_date_ms = excluded.signed_date_ms,
@@ -51,7 +51,7 @@ extension Records {
                   .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
                   SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
                   tx.type == .consumable ? .null : .text(StoredStatusFields.json(of: tx)), SQLValue(owner), .text(tx.originalTransactionId),
-                  .integer(nowMs), .integer(nowMs)])
+                  .integer(nowMs), .integer(nowMs), .integer(tx.type == .consumable ? 0 : 1)])
         if stored > 0 { try KakinStore.statusInputsAfterStoring(db, tx, previous: previous) }
         return stored > 0
     }
@@ -94,8 +94,9 @@ extension Records {
     /// Carries out an ownership decision for the chain of `tx`: links it (or moves it, recording the transfer in
     /// both timelines) and moves its stored transactions with it. `refuse` and `unclaimed` store nothing here.
     /// Returns whether the chain's link changed (new, or moved).
+    /// - Parameter linkedBefore: the chain's link as the caller read it in this write (`linkOwner`).
     @discardableResult
-    public func apply(_ decision: Ownership.Decision, for tx: TransactionPayload) throws -> Bool {
+    public func apply(_ decision: Ownership.Decision, for tx: TransactionPayload, linkedBefore linked: String?) throws -> Bool {
         let customerId: String
         switch decision {
         case .refuse, .unclaimed:
@@ -109,13 +110,13 @@ extension Records {
             try recordTimeline(customerId: from, kind: "ownership.transferredOut", reference: tx.originalTransactionId, detail: detail)
             try recordTimeline(customerId: to, kind: "ownership.transferredIn", reference: tx.originalTransactionId, detail: detail)
         }
-        let linked = try linkOwner(originalTransactionId: tx.originalTransactionId)
+        // A chain linked to this customer before has every row already theirs (rows stored since took the link).
+        if linked == customerId { return false }
         let changed = try db.execute("""
             INSERT INTO original_links (original_transaction_id, customer_id, linked_at_ms) VALUES (?, ?, ?)
             ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, linked_at_ms = excluded.linked_at_ms
             WHERE original_links.customer_id <> excluded.customer_id
             """, [.text(tx.originalTransactionId), .text(customerId), .integer(nowMs)])
-        // A chain linked to this customer before has every row already theirs (rows stored since took the link).
         guard changed > 0 else { return false }
         let moved = try db.execute("""
             UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ? AND (customer_id IS NULL OR customer_id <> ?)

@@ -309,5 +309,6 @@ enum Schema {
         eventsMigration,
         statusViewsMigration,
         externalMigration,
+        consumableInputsMigration,
     ]
 }
