@@ -142,6 +142,8 @@ struct ExternalWrite: Sendable {
         guard let customerId = known?.customerId ?? state?.customerId ?? periods.last?.customerId,
               let productId = known?.productId ?? state?.productId ?? periods.last?.productId,
               let product = product(bundleId, productId), product.kind == .autoRenewable else { return }
+        // A subscription's events may name its customer before any payment did: the customer exists from then on.
+        if try r.ensureCustomer(customerId).created { facts.add(customerId, EventDraft(type: .customerCreated)) }
         let latest = periods.max { ($0.purchasedAtMs, $0.externalId) < ($1.purchasedAtMs, $1.externalId) }
         let standing: ExternalEntitlement.Standing
         let expiresAtMs: Int64?

@@ -21,7 +21,7 @@ extension Records {
     public func statusInputs(_ customerId: String) throws -> CustomerSnapshot? {
         guard let row = try db.queryOne("""
             SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms, w.paid AS paid, w.free AS free,
-                   h.last_sequence AS version, h.status_view AS status_view
+                   h.last_sequence AS version, h.status_view AS status_view, c.has_external AS has_external
             FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
                 LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
             WHERE c.customer_id = ?
@@ -35,8 +35,8 @@ extension Records {
             SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
             LIMIT ?
             """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(KakinStore.historyRowsMax))])
-        // Entitlements bought outside the App Store (migration 14): a handful of rows per customer, usually none.
-        let external = try KakinStore.externalEntitlements(db, customerId)
+        // Entitlements bought outside the App Store (migration 14): read only for a customer who has any.
+        let external = (row.int("has_external") ?? 0) != 0 ? try KakinStore.externalEntitlements(db, customerId) : []
         guard !txs.isEmpty else {
             return CustomerSnapshot(customer: customer, history: CustomerHistory(external: external), wallet: wallet, version: version,
                                     statusView: statusView)

@@ -265,6 +265,7 @@ extension Records {
 
     /// Sets what the status engine reads of one external entitlement (`ExternalEntitlement.json`).
     public func setExternalEntitlement(source: String, id: String, customerId: String, entitlement: JSONValue) throws {
+        try db.execute("UPDATE customers SET has_external = 1 WHERE customer_id = ? AND has_external = 0", [.text(customerId)])
         try db.execute("""
             INSERT INTO external_entitlements (source, entitlement_id, customer_id, entitlement, updated_at_ms) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (source, entitlement_id) DO UPDATE SET customer_id = excluded.customer_id, entitlement = excluded.entitlement,

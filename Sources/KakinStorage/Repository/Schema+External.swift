@@ -11,7 +11,8 @@ extension Schema {
     /// - `external_subscription_observations` / `external_subscriptions`: every observation of a subscription's state
     ///   (one per event) and the state merged from all of them (`ExternalSubscriptionState`, order-free).
     /// - `external_entitlements`: what the status engine reads beside the App Store's transactions, one row per
-    ///   (source, entitlement), kept by the writes that change it (`ExternalEntitlement` JSON).
+    ///   (source, entitlement), kept by the writes that change it (`ExternalEntitlement` JSON). `customers.has_external`
+    ///   says a customer has any, so a status read of an App Store-only customer (nearly all) costs no extra query.
     /// - `external_purchase_tokens`: Apple's external purchase tokens the app received, with their customer, when a
     ///   report is due (`report_due_ms`, NULL when nothing is owed) and what Apple accepted so far.
     /// - `external_purchase_reports`: each report on its way to Apple (`ExternalPurchaseReportJob`), by its
@@ -23,6 +24,7 @@ extension Schema {
         let text = dialect == .postgresql ? "TEXT COLLATE \"C\"" : "TEXT"
         return """
             ALTER TABLE ledger_entries ADD COLUMN source \(text);
+            ALTER TABLE customers ADD COLUMN has_external BIGINT NOT NULL DEFAULT 0;
             CREATE TABLE external_purchases (
                 provider \(text) NOT NULL,
                 external_id \(text) NOT NULL,
