@@ -71,7 +71,7 @@ let package = Package(
         // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.
         .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinSQLite", "KakinStorage"], path: "Tests/KakinTestPostgres", exclude: ["README.md"]),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres"]),
-        .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres"]),
+        .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres", "KakinExternal"]),
         .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator", "KakinExternal"]),

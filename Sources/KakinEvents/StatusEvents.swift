@@ -69,7 +69,7 @@ public enum StatusEvents {
             func draft(_ type: EventType, _ extra: [String: JSONValue] = [:]) {
                 var data: [String: JSONValue] = ["originalTransactionId": .string(s.originalTransactionId), "productId": .string(s.productId),
                                                  "transactionId": .string(s.latestTransactionId), "state": .string(s.state.rawValue),
-                                                 "expiresAt": Timestamp.rfc3339(s.expiresAtMs)]
+                                                 "expiresAt": Timestamp.rfc3339(s.expiresAtMs), "source": .string(s.source)]
                 for (k, v) in extra { data[k] = v }
                 drafts.append(EventDraft(type: type, data: data))
             }

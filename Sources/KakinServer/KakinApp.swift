@@ -138,6 +138,7 @@ public final class KakinApp: Sendable {
         services.notifications.worker.start { await services.notifications.processDue() }
         services.appStoreJobs.worker.start { await services.appStoreJobs.processDue() }
         services.webhooks.start()
+        services.externalPurchases.reporter.start()
         recentErrorFlusher.start { [self] in await flushRecentErrors() }
     }
 
@@ -146,6 +147,7 @@ public final class KakinApp: Sendable {
         await services.notifications.worker.stop()
         await services.appStoreJobs.worker.stop()
         await services.webhooks.stop()
+        await services.externalPurchases.reporter.stop()
         await recentErrorFlusher.stop()
         await flushRecentErrors()
     }

@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinExternal
 import KakinService
 import Synchronization
 
@@ -43,6 +44,9 @@ final class LocalMode: Sendable {
                                     ])]
         // The simulated customers "consented": local mode shows how refund requests are answered.
         c.apps[0].consumptionInformation = ConsumptionInformationPolicy(customerConsented: true)
+        // Purchases outside the App Store (issue 17): external purchase tokens the simulator issues are reported to it.
+        c.apps[0].external.reporting = ExternalPurchaseReportingConfiguration(
+            enabled: true, tax: ExternalPurchaseTaxPolicy(taxCountry: "JPN", taxRateBasisPoints: 1000))
         // Apple's 2026 additions (the contract): a monthly subscriber cancelling is offered promo.3m.half, and a
         // consumable the app never sent is finished by Kakin after 10 minutes.
         c.apple2026[Catalog.demoBundleId] = Apple2026AppSettings(

@@ -61,6 +61,8 @@ public final class KakinServices: Sendable {
     /// Apple's 2026 additions: Get Retention Message, RESCIND_CONSENT, the server-finish job (`Apple2026/`).
     public let retentionMessages: RetentionMessages
     public let apple2026: Apple2026Ingest
+    /// Purchases outside the App Store (the web, Stripe) and Apple's external purchase tokens and reports.
+    public let externalPurchases: ExternalPurchases
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -98,10 +100,14 @@ public final class KakinServices: Sendable {
         let apple2026 = Apple2026Ingest(store: store, verifier: verifier, apps: apps, events: events, metrics: metrics)
         self.apple2026 = apple2026
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
+        let reporter = ExternalPurchaseReporter(store: store, access: access, apps: apps, clock: clock, metrics: metrics, logger: logger, events: events)
+        externalPurchases = ExternalPurchases(store: store, apps: apps, walletPolicy: settings.wallet, events: events, statusReads: statusReads,
+                                              clock: clock, metrics: metrics, logger: logger, reporter: reporter)
         notifications = NotificationInbox(store: store, ingest: ingest, metrics: metrics, logger: logger, apps: apps, retryClock: retryClock,
                                           attemptsMax: settings.notificationAttemptsMax, claims: claims,
                                           worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() },
-                                          apple2026: apple2026)
+                                          apple2026: apple2026,
+                                          externalPurchaseToken: { json throws(KakinError) in try await reporter.unreported(notification: json) })
         appStoreSync = AppStoreSync(store: store, access: access, ingest: ingest, inbox: notifications, logger: logger, clock: clock,
                                     retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner,
                                     apple2026: apple2026)

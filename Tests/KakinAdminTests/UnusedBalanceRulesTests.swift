@@ -119,7 +119,7 @@ import Testing
 
     @Test func csvLinesAreExactAndQuotedWhenNeeded() {
         let line = UnusedBalanceLine(bundleId: "a,b", currency: "JPY", customerId: "u1", unusedPaidCoins: 7, valueMilli: 8_400)
-        #expect(line.csv == "\"a,b\",JPY,u1,7,8.4")
+        #expect(line.csv == "\"a,b\",JPY,u1,7,8.4,appStore")
         #expect(UnusedBalanceLine.decimal(120_000) == "120")
         #expect(UnusedBalanceLine.decimal(1) == "0.001")
     }

@@ -32,7 +32,7 @@ import Testing
         #expect(subs.count == 2)
         let subKeys: Set<String> = ["groupId", "productId", "originalTransactionId", "state", "expiresAt", "gracePeriodExpiresAt",
                                     "willAutoRenew", "autoRenewProductId", "ownership", "offer", "pendingOffer", "expirationReason",
-                                    "eligibleWinBackOfferIds"]
+                                    "eligibleWinBackOfferIds", "source"]
         for s in subs { #expect(Set(s.objectValue?.keys ?? [:].keys) == subKeys) }
 
         // Groups sort "extras" before "premium".
@@ -40,7 +40,7 @@ import Testing
             "groupId": "extras", "productId": "extras.monthly", "originalTransactionId": "3000", "state": "inGracePeriod",
             "expiresAt": "2026-07-21T00:00:00Z", "gracePeriodExpiresAt": "2026-08-06T00:00:00Z", "willAutoRenew": true,
             "autoRenewProductId": "extras.monthly", "ownership": "purchased", "offer": nil, "pendingOffer": nil, "expirationReason": nil,
-            "eligibleWinBackOfferIds": [],
+            "eligibleWinBackOfferIds": [], "source": "appStore",
         ])
         #expect(subs[1] == [
             "groupId": "premium", "productId": "premium.monthly", "originalTransactionId": "1000", "state": "subscribed",
@@ -48,10 +48,10 @@ import Testing
             "autoRenewProductId": "premium.monthly", "ownership": "purchased",
             "offer": ["type": "promotional", "id": "promo.1y.free"],
             "pendingOffer": ["type": "promotional", "id": "promo.6m.free", "period": "P6M"], "expirationReason": nil,
-            "eligibleWinBackOfferIds": [],
+            "eligibleWinBackOfferIds": [], "source": "appStore",
         ])
-        #expect(top["nonConsumables"] == [["productId": "noads", "transactionId": "4000", "ownership": "familyShared"]])
-        #expect(top["nonRenewing"] == [["productId": "season.pass", "expiresAt": "2026-09-09T00:00:00Z", "active": true]])
+        #expect(top["nonConsumables"] == [["productId": "noads", "transactionId": "4000", "ownership": "familyShared", "source": "appStore"]])
+        #expect(top["nonRenewing"] == [["productId": "season.pass", "expiresAt": "2026-09-09T00:00:00Z", "active": true, "source": "appStore"]])
     }
 
     @Test func missingAppAccountTokenIsNullAndEmptyListsStayLists() throws {

@@ -94,7 +94,7 @@ import Testing
             let asOf = String(Timestamp.rfc3339(k.nowMs).prefix(10))
             let report = try await k.app.desk.unusedBalance(asOf: asOf).json
             #expect(report["totals"] == [["bundleId": .string(Catalog.demoBundleId), "currency": "JPY", "unusedPaidCoins": 1240,
-                                               "value": 1448, "customers": 1]])
+                                               "value": 1448, "customers": 1, "source": "appStore"]])
         }
     }
 

@@ -20,11 +20,11 @@ import Testing
     /// | d | 100 @ ¥120, refunded, refund reversed                                                      | 100 ¥120 | 100 ¥120 |
     static let expectedMarch31: JSONValue = [
         "asOf": "2027-03-31", "timeZone": "Asia/Tokyo",
-        "totals": [["bundleId": .string(TestAppStore.bundleId), "currency": "JPY", "unusedPaidCoins": 900, "value": 1060, "customers": 3]],
+        "totals": [["bundleId": .string(TestAppStore.bundleId), "currency": "JPY", "unusedPaidCoins": 900, "value": 1060, "customers": 3, "source": "appStore"]],
     ]
     static let expectedApril1: JSONValue = [
         "asOf": "2027-04-01", "timeZone": "Asia/Tokyo",
-        "totals": [["bundleId": .string(TestAppStore.bundleId), "currency": "JPY", "unusedPaidCoins": 1250, "value": 1480, "customers": 3]],
+        "totals": [["bundleId": .string(TestAppStore.bundleId), "currency": "JPY", "unusedPaidCoins": 1250, "value": 1480, "customers": 3, "source": "appStore"]],
     ]
 
     @Test func knownPurchasesSpendsAndRefundsAcrossTheBaseDateGiveTheExpectedYen() async throws {
@@ -86,10 +86,10 @@ import Testing
 
             let csv = String(decoding: try await k.request("GET", "/v1/admin/reports/unused-balance?asOf=2027-03-31&format=csv").body, as: UTF8.self)
             #expect(csv == """
-                bundleId,currency,customerId,unusedPaidCoins,value
-                \(TestAppStore.bundleId),JPY,a,600,700
-                \(TestAppStore.bundleId),JPY,c,200,240
-                \(TestAppStore.bundleId),JPY,d,100,120
+                bundleId,currency,customerId,unusedPaidCoins,value,source
+                \(TestAppStore.bundleId),JPY,a,600,700,appStore
+                \(TestAppStore.bundleId),JPY,c,200,240,appStore
+                \(TestAppStore.bundleId),JPY,d,100,120,appStore
 
                 """)
 

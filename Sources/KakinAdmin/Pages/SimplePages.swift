@@ -129,7 +129,7 @@ enum ReportPage {
                         : Fmt.badge("under ¥10,000,000", .good))
                 : "<span class=\"muted small\">threshold applies to JPY</span>"
             return """
-                <tr><td>\(t.bundleId)</td><td>\(t.currency)</td><td class="num">\(Fmt.number(t.unusedPaidCoins))</td>\
+                <tr><td>\(t.bundleId)</td><td>\(t.source)</td><td>\(t.currency)</td><td class="num">\(Fmt.number(t.unusedPaidCoins))</td>\
                 <td class="num big">\(Fmt.number(t.value))</td><td class="num">\(Fmt.number(t.customers))</td>\
                 <td class="small">\(t.timeZone)</td><td>\(flag)</td></tr>
                 """
@@ -147,7 +147,7 @@ enum ReportPage {
             </section>
             <section class="card">
             <h2>As of \(report.asOf) (\(report.timeZone))</h2>
-            <div class="scroll"><table><tr><th>app</th><th>currency</th><th class="num">unused paid coins</th><th class="num">value</th>\
+            <div class="scroll"><table><tr><th>app</th><th>sold through</th><th>currency</th><th class="num">unused paid coins</th><th class="num">value</th>\
             <th class="num">customers</th><th>time zone</th><th>¥10 million threshold</th></tr>\(rows)</table></div>\(empty)
             <p><a href="\(Link.reportCSV(report.asOf))">Per-customer CSV for the auditor</a> · \
             <a href="/v1/admin/reports/unused-balance?asOf=\(URLText.encode(report.asOf))">JSON</a></p>

@@ -21,13 +21,15 @@ public struct UnusedBalanceTotal: Sendable, Hashable {
     public var customers: Int64
     /// The reporting time zone the app's day ended in.
     public var timeZone: String
+    /// Where the coins were sold: `appStore`, or the provider (`stripe`, `web`, …) of coins sold outside the App Store.
+    public var source: String = "appStore"
 
     /// In the currency's major unit, rounded down.
     public var value: Int64 { valueMilli >= 0 ? valueMilli / 1000 : -((-valueMilli + 999) / 1000) }
 
     public var json: JSONValue {
         ["bundleId": .string(bundleId), "currency": .string(currency), "unusedPaidCoins": .int(unusedPaidCoins), "value": .int(value),
-         "customers": .int(customers)]
+         "customers": .int(customers), "source": .string(source)]
     }
 }
 
@@ -38,12 +40,14 @@ public struct UnusedBalanceLine: Sendable, Hashable {
     public var customerId: String
     public var unusedPaidCoins: Int64
     public var valueMilli: Int64
+    /// `appStore`, or the provider that sold the coins.
+    public var source: String = "appStore"
 
-    public static let csvHeader = "bundleId,currency,customerId,unusedPaidCoins,value"
+    public static let csvHeader = "bundleId,currency,customerId,unusedPaidCoins,value,source"
 
     /// `value` exact, in major units with up to three decimals (the lines add up to the totals before rounding).
     public var csv: String {
-        [bundleId, currency, customerId, String(unusedPaidCoins), UnusedBalanceLine.decimal(valueMilli)].map(CSV.field).joined(separator: ",")
+        [bundleId, currency, customerId, String(unusedPaidCoins), UnusedBalanceLine.decimal(valueMilli), source].map(CSV.field).joined(separator: ",")
     }
 
     static func decimal(_ milli: Int64) -> String {
@@ -67,7 +71,7 @@ public struct UnusedBalanceReport: Sendable, Hashable {
     public var timeZone: String
     public var totals: [UnusedBalanceTotal]
 
-    /// The contract's shape: `{"asOf", "timeZone", "totals": [{"bundleId", "currency", "unusedPaidCoins", "value", "customers"}]}`.
+    /// The contract's shape: `{"asOf", "timeZone", "totals": [{"bundleId", "currency", "unusedPaidCoins", "value", "customers", "source"}]}`.
     public var json: JSONValue {
         ["asOf": .string(asOf), "timeZone": .string(timeZone), "totals": .array(totals.map(\.json))]
     }
@@ -96,7 +100,9 @@ extension String {
 struct UnusedBalanceKey: Hashable, Comparable {
     var bundleId: String
     var currency: String
-    static func < (a: Self, b: Self) -> Bool { (a.bundleId, a.currency) < (b.bundleId, b.currency) }
+    /// `appStore` or the provider: coins sold outside the App Store are totalled apart.
+    var source: String = "appStore"
+    static func < (a: Self, b: Self) -> Bool { (a.bundleId, a.currency, a.source) < (b.bundleId, b.currency, b.source) }
 }
 
 /// Runs the rules over a stream of movements sorted by customer, then ledger order.
@@ -143,7 +149,7 @@ public struct UnusedBalanceComputation {
         var out: [UnusedBalanceKey: (coins: Int64, valueMilli: Int64)] = [:]
         for lot in lots.held {
             let priced = lot.priceMilli != nil && !(lot.currency ?? "").isEmpty
-            let key = UnusedBalanceKey(bundleId: lot.bundleId ?? "", currency: priced ? lot.currency! : "XXX")
+            let key = UnusedBalanceKey(bundleId: lot.bundleId ?? "", currency: priced ? lot.currency! : "XXX", source: lot.source ?? "appStore")
             var v = out[key] ?? (0, 0)
             v.coins += lot.remaining
             v.valueMilli += lot.remainingValueMilli
@@ -156,13 +162,13 @@ public struct UnusedBalanceComputation {
         guard let customerId else { return }
         for (key, v) in remaining().sorted(by: { $0.key < $1.key }) where includes(key.bundleId) {
             var t = totals[key] ?? UnusedBalanceTotal(bundleId: key.bundleId, currency: key.currency, unusedPaidCoins: 0, valueMilli: 0,
-                                                      customers: 0, timeZone: timeZone(key.bundleId))
+                                                      customers: 0, timeZone: timeZone(key.bundleId), source: key.source)
             t.unusedPaidCoins += v.coins
             t.valueMilli += v.valueMilli
             t.customers += 1
             totals[key] = t
             lines.append(UnusedBalanceLine(bundleId: key.bundleId, currency: key.currency, customerId: customerId,
-                                           unusedPaidCoins: v.coins, valueMilli: v.valueMilli))
+                                           unusedPaidCoins: v.coins, valueMilli: v.valueMilli, source: key.source))
         }
         self.customerId = nil
         lots = PaidCoinLots()

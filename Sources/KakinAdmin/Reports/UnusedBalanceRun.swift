@@ -35,7 +35,7 @@ extension SupportDesk {
             totals += computation.finish()
             if let lines { for line in computation.takeLines() { lines(line) } }
         }
-        totals.sort { ($0.bundleId, $0.currency) < ($1.bundleId, $1.currency) }
+        totals.sort { ($0.bundleId, $0.currency, $0.source) < ($1.bundleId, $1.currency, $1.source) }
         let usedZones = Set(totals.map(\.timeZone)).union(zones.values)
         let zoneName = usedZones.count <= 1 ? (usedZones.first ?? defaultZone) : "per app"
         return UnusedBalanceReport(asOf: asOf, timeZone: zoneName, totals: totals)

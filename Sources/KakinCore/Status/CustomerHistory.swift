@@ -4,10 +4,13 @@
 public struct CustomerHistory: Sendable, Hashable {
     public var transactions: [TransactionPayload]
     public var renewalInfos: [RenewalInfoPayload]
+    /// Entitlements bought outside the App Store (`ExternalEntitlement`), one per (source, id).
+    public var external: [ExternalEntitlement]
 
-    public init(transactions: [TransactionPayload] = [], renewalInfos: [RenewalInfoPayload] = []) {
+    public init(transactions: [TransactionPayload] = [], renewalInfos: [RenewalInfoPayload] = [], external: [ExternalEntitlement] = []) {
         self.transactions = transactions
         self.renewalInfos = renewalInfos
+        self.external = external
     }
 
     /// The newest signed copy of each `transactionId` and of each instance's renewal info (by `signedDate`;
@@ -28,9 +31,16 @@ public struct CustomerHistory: Sendable, Hashable {
             }
             newestRenewal[r.originalTransactionId] = r
         }
+        var external: [String: ExternalEntitlement] = [:]
+        for e in self.external {
+            let key = e.source + "\u{0}" + e.id
+            if let kept = external[key], kept.json.jsonString >= e.json.jsonString { continue }
+            external[key] = e
+        }
         return CustomerHistory(
             transactions: newestTransaction.values.sorted { StatusOrder.idLess($0.transactionId, $1.transactionId) },
-            renewalInfos: newestRenewal.values.sorted { StatusOrder.idLess($0.originalTransactionId, $1.originalTransactionId) })
+            renewalInfos: newestRenewal.values.sorted { StatusOrder.idLess($0.originalTransactionId, $1.originalTransactionId) },
+            external: external.values.sorted { ($0.source, $0.id) < ($1.source, $1.id) })
     }
 }
 

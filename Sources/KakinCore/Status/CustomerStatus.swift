@@ -14,15 +14,19 @@ public struct NonConsumableOwnership: Sendable, Hashable {
     /// The earliest purchase still standing: a `purchased` copy when there is one, else a family-shared one.
     public var transactionId: String
     public var ownership: InAppOwnershipType
+    /// `appStore`, or the provider it was bought from (then `transactionId` is the provider's id).
+    public var source: String
 
-    public init(productId: String, transactionId: String, ownership: InAppOwnershipType) {
+    public init(productId: String, transactionId: String, ownership: InAppOwnershipType, source: String = "appStore") {
         self.productId = productId
         self.transactionId = transactionId
         self.ownership = ownership
+        self.source = source
     }
 
     public var json: JSONValue {
-        ["productId": .string(productId), "transactionId": .string(transactionId), "ownership": .string(ownership.contractName)]
+        ["productId": .string(productId), "transactionId": .string(transactionId), "ownership": .string(ownership.contractName),
+         "source": .string(source)]
     }
 }
 
@@ -33,15 +37,18 @@ public struct NonRenewingStatus: Sendable, Hashable {
     /// The latest end over non-revoked purchases; nil when the catalog has no length for the product.
     public var expiresAtMs: Int64?
     public var active: Bool
+    /// Where the purchase with the latest end was made: `appStore` or a provider.
+    public var source: String
 
-    public init(productId: String, expiresAtMs: Int64?, active: Bool) {
+    public init(productId: String, expiresAtMs: Int64?, active: Bool, source: String = "appStore") {
         self.productId = productId
         self.expiresAtMs = expiresAtMs
         self.active = active
+        self.source = source
     }
 
     public var json: JSONValue {
-        ["productId": .string(productId), "expiresAt": Timestamp.rfc3339(expiresAtMs), "active": .bool(active)]
+        ["productId": .string(productId), "expiresAt": Timestamp.rfc3339(expiresAtMs), "active": .bool(active), "source": .string(source)]
     }
 }
 

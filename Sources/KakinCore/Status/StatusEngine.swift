@@ -51,6 +51,13 @@ public enum StatusEngine {
             subscriptions.append(status)
             notices += changeNotices(status, latest: latest, catalog: catalog)
         }
+        // Introductory offers are the App Store's: only its subscriptions count for eligibility.
+        let appStoreGroups = Set(subscriptions.compactMap(\.groupId))
+        // Subscriptions bought outside the App Store, one status each beside the App Store's (`source`): the customer
+        // is served while any of them is.
+        for e in h.external where e.kind == .autoRenewable {
+            subscriptions.append(e.subscriptionStatus(catalog: catalog, nowMs: nowMs))
+        }
         subscriptions.sort { a, b in
             switch (a.groupId, b.groupId) {
             case let (x?, y?) where x != y: return x < y
@@ -72,27 +79,45 @@ public enum StatusEngine {
             let first = (purchased.isEmpty ? copies : purchased).min(by: StatusOrder.purchasedBefore)!
             nonConsumables.append(NonConsumableOwnership(productId: productId, transactionId: first.transactionId, ownership: first.inAppOwnershipType))
         }
+        // Bought outside the App Store: owned unless refunded; an App Store copy is reported first.
+        let ownedElsewhere = h.external.filter { $0.kind == .nonConsumable && $0.revokedAtMs == nil }
+        for (productId, copies) in Dictionary(grouping: ownedElsewhere, by: \.productId) where !nonConsumables.contains(where: { $0.productId == productId }) {
+            let first = copies.min { ($0.purchasedAtMs, $0.source, $0.id) < ($1.purchasedAtMs, $1.source, $1.id) }!
+            nonConsumables.append(NonConsumableOwnership(productId: productId, transactionId: first.id, ownership: .purchased, source: first.source))
+        }
         nonConsumables.sort { $0.productId < $1.productId }
 
         // Non-renewing: each standing purchase lasts the catalog's length; the latest end counts (no stacking).
         var nonRenewing: [NonRenewingStatus] = []
+        // A pass bought outside the App Store lasts until its `expiresAt`, else the catalog's length; per product the
+        // latest end counts, whichever source sold it.
+        var ends: [String: [(end: Int64?, source: String)]] = [:]
         let passes = h.transactions.filter { kind($0) == .nonRenewing && !$0.isRevoked }
         for (productId, purchases) in Dictionary(grouping: passes, by: \.productId) {
             let lengthMs = catalog[productId]?.durationDays.map { Int64($0) * dayMs }
-            let expiresAtMs = lengthMs.map { length in purchases.map { $0.purchaseDate + length }.max()! }
-            nonRenewing.append(NonRenewingStatus(productId: productId, expiresAtMs: expiresAtMs, active: expiresAtMs.map { nowMs < $0 } ?? false))
+            ends[productId, default: []].append((lengthMs.map { length in purchases.map { $0.purchaseDate + length }.max()! }, "appStore"))
+        }
+        for e in h.external where e.kind == .nonRenewing && e.revokedAtMs == nil {
+            let end = e.expiresAtMs ?? catalog[e.productId]?.durationDays.map { e.purchasedAtMs + Int64($0) * dayMs }
+            ends[e.productId, default: []].append((end, e.source))
+        }
+        for (productId, candidates) in ends {
+            let latest = candidates.max { a, b in ((a.end ?? Int64.min), b.source) < ((b.end ?? Int64.min), a.source) }!
+            nonRenewing.append(NonRenewingStatus(productId: productId, expiresAtMs: latest.end, active: latest.end.map { nowMs < $0 } ?? false,
+                                                 source: latest.source))
         }
         nonRenewing.sort { $0.productId < $1.productId }
 
         // Introductory offers (the contract's decision, Apple staff's reading): only for a customer who never had a
         // subscription in the group — intro or not, refunded or not, active or long gone.
-        let subscribedGroups = Set(subscriptions.compactMap(\.groupId))
+        let subscribedGroups = appStoreGroups
         var eligibility: [String: Bool] = [:]
         for group in Set(catalog.groupIds).union(subscribedGroups) {
             eligibility[group] = !subscribedGroups.contains(group)
         }
 
         let hadEntitlement = h.transactions.contains { kind($0).map { $0 != .consumable } ?? false }
+            || h.external.contains { $0.kind != .consumable }
         let isActive = subscriptions.contains { $0.state.isEntitled } || !nonConsumables.isEmpty || nonRenewing.contains(where: \.active)
         return CustomerStatus(
             status: isActive ? .active : (hadEntitlement ? .inactive : .new),

@@ -87,6 +87,8 @@ public struct SubscriptionStatus: Sendable, Hashable {
     /// A yearly subscription billed monthly with a 12-month commitment (the latest transaction's
     /// `billingPlanType` `MONTHLY` and `commitmentInfo`); nil for every other subscription.
     public var commitment: StatusCommitment? = nil
+    /// `appStore`, or the provider of a subscription bought outside the App Store (`ExternalEntitlement`).
+    public var source: String = "appStore"
 
     public var json: JSONValue {
         var o: [String: JSONValue] = [
@@ -105,6 +107,7 @@ public struct SubscriptionStatus: Sendable, Hashable {
             } ?? .null,
             "expirationReason": .string(expirationReason?.rawValue),
             "eligibleWinBackOfferIds": .array(eligibleWinBackOfferIds.map { .string($0) }),
+            "source": .string(source),
         ]
         // Only a subscription with a commitment carries the key (the contract's "Apple's 2026 additions").
         if let commitment { o["commitment"] = commitment.json }

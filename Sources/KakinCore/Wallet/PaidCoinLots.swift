@@ -15,9 +15,12 @@ public struct PaidCoinMovement: Sendable, Hashable {
     /// The app (bundle ID) and product of the transaction behind the entry, when there is one.
     public var bundleId: String?
     public var productId: String?
+    /// Where the coins were sold: nil for the App Store, else the provider (`stripe`, `web`, …).
+    public var source: String?
 
     public init(kind: LedgerEntryKind, paid: Int64, reference: String, priceMilli: Int64? = nil, currency: String? = nil,
-                bundleId: String? = nil, productId: String? = nil) {
+                bundleId: String? = nil, productId: String? = nil, source: String? = nil) {
+        self.source = source
         self.kind = kind
         self.paid = paid
         self.reference = reference
@@ -53,13 +56,16 @@ public struct PaidCoinLots: Sendable, Hashable {
         public var priceMilli: Int64?
         public var currency: String?
         public var bundleId: String?
+        /// nil for the App Store, else the provider that sold the coins.
+        public var source: String?
 
         public var spent: Int64 { credited - remaining }
         /// The remaining coins' share of the price, rounded down to a milliunit (0 when the price is unknown).
         public var remainingValueMilli: Int64 { Milli.share(priceMilli ?? 0, remaining, of: credited) }
 
         public init(reference: String?, credited: Int64, remaining: Int64, priceMilli: Int64? = nil, currency: String? = nil,
-                    bundleId: String? = nil) {
+                    bundleId: String? = nil, source: String? = nil) {
+            self.source = source
             self.reference = reference
             self.credited = credited
             self.remaining = remaining
@@ -113,12 +119,12 @@ public struct PaidCoinLots: Sendable, Hashable {
             case .purchase where purchaseLots[m.reference] == nil:
                 purchaseLots[m.reference] = lots.count
                 credit(Lot(reference: m.reference, credited: m.paid, remaining: m.paid, priceMilli: m.priceMilli, currency: m.currency,
-                           bundleId: m.bundleId))
+                           bundleId: m.bundleId, source: m.source))
             case .refundReversed:
                 reverse(m)
             default:
                 credit(Lot(reference: nil, credited: m.paid, remaining: m.paid, priceMilli: m.priceMilli, currency: m.currency,
-                           bundleId: m.bundleId))
+                           bundleId: m.bundleId, source: m.source))
             }
         } else if m.paid < 0 {
             let amount = Int64(clamping: m.paid.magnitude)
@@ -193,9 +199,9 @@ public struct PaidCoinLots: Sendable, Hashable {
         if let own {
             let p = lots[own]
             lots.append(Lot(reference: nil, credited: left, remaining: left, priceMilli: p.priceMilli.map { Milli.share($0, left, of: p.credited) },
-                            currency: p.currency, bundleId: p.bundleId))
+                            currency: p.currency, bundleId: p.bundleId, source: p.source))
         } else {
-            lots.append(Lot(reference: nil, credited: left, remaining: left, priceMilli: m.priceMilli, currency: m.currency, bundleId: m.bundleId))
+            lots.append(Lot(reference: nil, credited: left, remaining: left, priceMilli: m.priceMilli, currency: m.currency, bundleId: m.bundleId, source: m.source))
         }
     }
 }

@@ -25,15 +25,15 @@ public struct ExternalPurchaseReportJob: Sendable, Hashable {
     /// Errors kept per failed report (Apple lists one per bad field).
     public static let errorsKeptMax = 100
 
-    public private(set) var report: ExternalPurchaseReport
-    public private(set) var state: State
+    public internal(set) var report: ExternalPurchaseReport
+    public internal(set) var state: State
     /// Attempts that got no decision (429, 5xx, timeouts) since the last decision.
-    public private(set) var retryableFailures: Int
-    public private(set) var nextAttemptMs: Int64?
-    public private(set) var sentAtMs: Int64?
+    public internal(set) var retryableFailures: Int
+    public internal(set) var nextAttemptMs: Int64?
+    public internal(set) var sentAtMs: Int64?
     /// Apple's errors of the last refusal; kept while failed and corrected, cleared once sent.
-    public private(set) var errors: [ExternalPurchaseReportError]
-    public private(set) var failures: Int
+    public internal(set) var errors: [ExternalPurchaseReportError]
+    public internal(set) var failures: Int
 
     public init(report: ExternalPurchaseReport, createdAtMs: Int64) {
         precondition(report.status == .lineItem ? !report.lineItems.isEmpty : report.lineItems.isEmpty,

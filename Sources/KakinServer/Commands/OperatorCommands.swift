@@ -13,8 +13,9 @@ enum ReportCommand {
     static let usage = """
         usage: kakin report unused-balance --as-of YYYY-MM-DD [--format json|csv] [--config kakin.json] [--database URL]
           Unused paid coins at the end of that day in each app's reporting time zone, valued at what customers paid
-          (first in, first out per customer; free coins never count). json: totals per app and currency;
-          csv: one line per customer (bundleId,currency,customerId,unusedPaidCoins,value). Exit 0 on success.
+          (first in, first out per customer; free coins never count). json: totals per app, currency and source
+          (appStore, or the provider of coins sold outside the App Store); csv: one line per customer
+          (bundleId,currency,customerId,unusedPaidCoins,value,source). Exit 0 on success.
         """
 
     static func run(arguments: [String]) async -> Int32 {

@@ -56,6 +56,9 @@ extension KakinApp {
         r.add("GET", "/v1/admin/webhooks/{id}/deliveries", .admin) { [unowned self] c throws(KakinError) in try await getWebhookDeliveries(c) }
         r.add("POST", "/v1/admin/webhooks/{id}/replay", .admin) { [unowned self] c throws(KakinError) in try await postWebhookReplay(c) }
 
+        // Purchases outside the App Store: the generic source, Stripe, Apple's external purchase tokens (ExternalRoutes.swift)
+        registerExternalRoutes(&r)
+
         // Renewal-date extensions (ExtensionRoutes.swift)
         r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend", .admin) { [unowned self] c throws(KakinError) in
             try await postExtendSubscription(c)

@@ -21,6 +21,8 @@ public struct NotificationInbox: Sendable {
     let wakeAppStoreJobs: @Sendable () -> Void
     /// Apple's 2026 additions: RESCIND_CONSENT, and what they add to an ingest's write (`Apple2026Ingest`).
     let apple2026: Apple2026Ingest
+    /// EXTERNAL_PURCHASE_TOKEN notifications (the notification's JSON): `ExternalPurchaseReporter.unreported`.
+    var externalPurchaseToken: (@Sendable (JSONValue) async throws(KakinError) -> Void)? = nil
 
     /// Verifies and stores one signed notification (from Apple's push or from Notification History).
     /// Returns whether it was new.
@@ -41,6 +43,13 @@ public struct NotificationInbox: Sendable {
         if let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.isRescindConsent {
             try await apple2026.applyRescindConsent(n)
             return metrics.increment(.notificationsApplied)
+        }
+        if let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.notificationType == .externalPurchaseToken,
+           let externalPurchaseToken {
+            // Apple's external purchase tokens (issue 17): UNREPORTED makes Kakin report the token at once.
+            if n.subtype == .unreported { try await externalPurchaseToken(json) }
+            try await store.markNotification(stored.notificationUUID, state: .applied, customerId: nil, originalTransactionId: nil)
+            return
         }
         guard let json = StoredJWS.payload(stored.jws), let n = try? NotificationPayload(json: json), n.notificationType != .test,
               let data = n.data, data.signedTransactionInfo != nil || data.signedRenewalInfo != nil else {

@@ -35,6 +35,9 @@ public final class Metrics: Sendable {
         case serverFinishesNotSent = "kakin_server_finishes_not_sent_total"
         case retentionMessagesAnswered = "kakin_retention_messages_answered_total"
         case consentRescinded = "kakin_consent_rescinded_total"
+        case externalReportsSent = "kakin_external_purchase_reports_sent_total"
+        case externalReportsFailed = "kakin_external_purchase_reports_failed_total"
+        case externalTokensUnreported = "kakin_external_purchase_tokens_unreported_total"
 
         var help: String {
             switch self {
@@ -55,6 +58,9 @@ public final class Metrics: Sendable {
             case .serverFinishesNotSent: return "Finish Transaction calls given up (refused by the App Store, or still failing after 24 tries)."
             case .retentionMessagesAnswered: return "Get Retention Message requests answered (Retention Messaging API)."
             case .consentRescinded: return "RESCIND_CONSENT notifications recorded."
+            case .externalReportsSent: return "External purchase reports Apple accepted."
+            case .externalReportsFailed: return "External purchase reports Apple refused (line-item errors; listed at /v1/admin/external-purchase-reports?state=failed)."
+            case .externalTokensUnreported: return "EXTERNAL_PURCHASE_TOKEN/UNREPORTED notifications: Apple held no report of a token past its deadline (an error: Kakin reports it at once)."
             }
         }
     }

@@ -5,9 +5,11 @@ extension KakinStore {
     /// product of the transaction behind it (`t`).
     static let paidCoinMovementSelect = """
         SELECT l.customer_id AS customer_id, l.seq AS seq, l.kind AS kind, l.paid_delta AS paid_delta, l.reference AS reference,
-               l.price_milli AS price_milli, l.currency AS currency, t.bundle_id AS bundle_id, t.product_id AS product_id
+               l.price_milli AS price_milli, l.currency AS currency, l.source AS source,
+               COALESCE(t.bundle_id, x.bundle_id) AS bundle_id, COALESCE(t.product_id, x.product_id) AS product_id
         FROM ledger_entries l
-        LEFT JOIN transactions t ON t.transaction_id = l.reference AND l.kind IN ('purchase', 'refund', 'refundReversed')
+        LEFT JOIN transactions t ON t.transaction_id = l.reference AND l.kind IN ('purchase', 'refund', 'refundReversed') AND l.source IS NULL
+        LEFT JOIN external_purchases x ON x.provider = l.source AND x.external_id = l.reference
         WHERE l.paid_delta <> 0
         """
 
@@ -15,7 +17,8 @@ extension KakinStore {
     static func paidCoinMovement(_ r: SQLRow) -> PaidCoinMovement? {
         guard let kind = r.string("kind").flatMap(LedgerEntryKind.init(rawValue:)) else { return nil }
         return PaidCoinMovement(kind: kind, paid: r.int("paid_delta") ?? 0, reference: r.string("reference") ?? "", priceMilli: r.int("price_milli"),
-                                currency: r.string("currency"), bundleId: r.string("bundle_id"), productId: r.string("product_id"))
+                                currency: r.string("currency"), bundleId: r.string("bundle_id"), productId: r.string("product_id"),
+                                source: r.string("source"))
     }
 
     /// Paid-coin movements before `beforeMs`, in (customer, ledger order), after the given position: read page

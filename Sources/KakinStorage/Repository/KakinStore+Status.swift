@@ -22,7 +22,7 @@ extension Records {
         guard let row = try db.queryOne("""
             SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms,
                    c.consent_rescinded_at_ms AS consent_rescinded_at_ms, w.paid AS paid, w.free AS free,
-                   h.last_sequence AS version, h.status_view AS status_view
+                   h.last_sequence AS version, h.status_view AS status_view, c.has_external AS has_external
             FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
                 LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
             WHERE c.customer_id = ?
@@ -37,7 +37,12 @@ extension Records {
             SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
             LIMIT ?
             """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(KakinStore.historyRowsMax))])
-        guard !txs.isEmpty else { return CustomerSnapshot(customer: customer, history: CustomerHistory(), wallet: wallet, version: version, statusView: statusView) }
+        // Entitlements bought outside the App Store (migration 14): read only for a customer who has any.
+        let external = (row.int("has_external") ?? 0) != 0 ? try KakinStore.externalEntitlements(db, customerId) : []
+        guard !txs.isEmpty else {
+            return CustomerSnapshot(customer: customer, history: CustomerHistory(external: external), wallet: wallet, version: version,
+                                    statusView: statusView)
+        }
         // Only the status-input index may answer the subquery (no product_type test, which another index would
         // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
         let renewals = try db.query("""
@@ -45,7 +50,9 @@ extension Records {
                 SELECT original_transaction_id FROM transactions WHERE customer_id = ? AND status_input = 1)
             LIMIT ?
             """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: wallet, version: version, statusView: statusView)
+        var history = Self.history(txs, renewals)
+        history.external = external
+        return CustomerSnapshot(customer: customer, history: history, wallet: wallet, version: version, statusView: statusView)
     }
 
     /// The customer's whole history (the newest `historyRowsMax` transactions).
@@ -59,8 +66,10 @@ extension Records {
             JOIN original_links l ON l.original_transaction_id = r.original_transaction_id
             WHERE l.customer_id = ? LIMIT ?
             """, [.text(customer.customerId), .integer(Int64(KakinStore.historyRowsMax))])
+        var history = Self.history(txs, renewals)
+        history.external = try KakinStore.externalEntitlements(db, customer.customerId)
         let head = try eventHead(customer.customerId)
-        return CustomerSnapshot(customer: customer, history: Self.history(txs, renewals), wallet: try wallet(customer.customerId),
+        return CustomerSnapshot(customer: customer, history: history, wallet: try wallet(customer.customerId),
                                 version: head.lastSequence, statusView: head.statusView)
     }
 

@@ -17,10 +17,13 @@ public struct LedgerMovement: Sendable {
     public var priceMilli: Int64?
     public var currency: String?
     public var detail: JSONValue
+    /// nil for the App Store's purchases (and anything not a purchase); else the provider that sold the coins.
+    public var source: String?
 
     public init(entryId: String, customerId: String, atMs: Int64, kind: LedgerEntryKind, paid: Int64, free: Int64, reference: String,
                 effectKey: String?, item: String? = nil, recipient: String? = nil, priceMilli: Int64? = nil, currency: String? = nil,
-                detail: JSONValue = .null) {
+                detail: JSONValue = .null, source: String? = nil) {
+        self.source = source
         self.entryId = entryId
         self.customerId = customerId
         self.atMs = atMs
@@ -101,12 +104,16 @@ public struct LedgerEntry: Sendable, Hashable {
     public var reference: String
     public var item: String?
     public var recipient: String?
+    /// The provider that sold the coins of a purchase, refund or reversal; nil for the App Store.
+    public var source: String? = nil
 
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "id": .string(id), "at": .string(Timestamp.rfc3339(atMs)), "kind": .string(kind),
             "paid": .int(paid), "free": .int(free), "balanceAfter": balanceAfter.json, "reference": .string(reference),
         ]
+        // A purchase's entries say where the coins were sold (the contract's `source`).
+        if source != nil || kind == "purchase" || kind == "refund" || kind == "refundReversed" { o["source"] = .string(source ?? "appStore") }
         if let item { o["item"] = .string(item) }
         if let recipient { o["recipient"] = .string(recipient) }
         return .object(o)
@@ -186,12 +193,12 @@ extension KakinStore {
         let after = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
         try db.execute("""
             INSERT INTO ledger_entries (entry_id, customer_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after,
-                reference, effect_key, item, recipient, price_milli, currency, detail)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                reference, effect_key, item, recipient, price_milli, currency, detail, source)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(m.entryId), .text(m.customerId), .integer(m.atMs), .text(m.kind.rawValue), .integer(m.paid),
                   .integer(m.free), .integer(after.paid), .integer(after.free), .text(m.reference), SQLValue(m.effectKey),
                   SQLValue(m.item), SQLValue(m.recipient), SQLValue(m.priceMilli), SQLValue(m.currency),
-                  m.detail.isNull ? .null : .text(m.detail.jsonString)])
+                  m.detail.isNull ? .null : .text(m.detail.jsonString), SQLValue(m.source)])
         return after
     }
 
@@ -223,14 +230,15 @@ extension KakinStore {
         let before = beforeSeq
         return try await read { db in
             let rows = try db.query("""
-                SELECT seq, entry_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after, reference, item, recipient
+                SELECT seq, entry_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after, reference, item, recipient, source
                 FROM ledger_entries WHERE customer_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
                 """, [.text(customerId), .integer(before), .integer(Int64(limit + 1))])
             let entries = rows.prefix(limit).map { r in
                 LedgerEntry(id: r.string("entry_id") ?? "", atMs: r.int("at_ms") ?? 0, kind: r.string("kind") ?? "",
                             paid: r.int("paid_delta") ?? 0, free: r.int("free_delta") ?? 0,
                             balanceAfter: WalletBalance(paid: r.int("paid_after") ?? 0, free: r.int("free_after") ?? 0),
-                            reference: r.string("reference") ?? "", item: r.string("item"), recipient: r.string("recipient"))
+                            reference: r.string("reference") ?? "", item: r.string("item"), recipient: r.string("recipient"),
+                            source: r.string("source"))
             }
             var next: String?
             if rows.count > limit, let last = rows.prefix(limit).last?.int("seq") {

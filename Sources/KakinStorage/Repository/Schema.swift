@@ -308,6 +308,7 @@ enum Schema {
         statusFieldsMigration,
         eventsMigration,
         statusViewsMigration,
+        externalMigration,
         apple2026Migration,
         consumableInputsMigration,
     ]

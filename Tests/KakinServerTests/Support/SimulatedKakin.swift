@@ -21,7 +21,8 @@ final class SimulatedKakin: Sendable {
     static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
                       consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                       apple2026: Apple2026AppSettings = Apple2026AppSettings(),
-                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
+                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
+                      configure: (inout Configuration) -> Void = { _ in }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var config = Configuration()
@@ -32,6 +33,7 @@ final class SimulatedKakin: Sendable {
         config.apps[0].consumptionInformation = consumption
         config.apps[0].apple2026 = apple2026
         config.auth = auth
+        configure(&config)
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
         let local = try LocalMode(configuration: config, simulatorConfiguration: simConfig, simulatorStartMs: start2026,
