@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
         .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
                                                             "KakinTestPostgres", "HTTPServer", "AppStoreSecurity"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

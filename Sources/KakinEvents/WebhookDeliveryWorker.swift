@@ -97,6 +97,13 @@ public final class WebhookDeliveryWorker: Sendable {
     /// Deliveries each endpoint has in flight in this process now.
     public var inFlight: [String: Int] { state.withLock { $0.inFlight } }
 
+    /// How long the oldest event waiting for an endpoint has waited (`counts` from `KakinStore.webhookCounts`): an
+    /// undone delivery by this worker's clock, an event not fanned out yet by the events' clock; nil when none waits.
+    public func oldestWaitingAgeMs(_ counts: WebhookEndpointCounts) -> Int64? {
+        let ages = [counts.oldestDeliveryCreatedAtMs.map { clock.nowMs() - $0 }, counts.oldestNotFannedOutCreatedAtMs.map { eventClock.nowMs() - $0 }]
+        return ages.compactMap { $0 }.max().map { max(0, $0) }
+    }
+
     // MARK: The loop
 
     /// Registers the endpoints' fan-out cursors at the current end of the feed (an endpoint seen for the first time
