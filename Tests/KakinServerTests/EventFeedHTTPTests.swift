@@ -201,6 +201,13 @@ import Testing
             #expect(endpoint["id"] == "backend" && endpoint["url"]?.stringValue == receiver.url)
             #expect(endpoint["dead"] == 2 && endpoint["pending"] == 0 && endpoint["retrying"] == 0 && endpoint["oldestPendingAgeSeconds"] == .null)
             #expect(try await k.request("GET", "/v1/admin/webhooks/backend/deliveries?state=delivered").json["deliveries"] == [])
+            let metrics = String(decoding: try await k.request("GET", "/metrics").body, as: UTF8.self)
+            for line in ["kakin_webhook_dead{endpoint=\"backend\"} 2", "kakin_webhook_backlog{endpoint=\"backend\"} 0",
+                         "kakin_webhook_deliveries{endpoint=\"backend\",state=\"dead\"} 2",
+                         "kakin_webhook_oldest_pending_age_seconds{endpoint=\"backend\"} 0.0"] {
+                #expect(metrics.contains("\n" + line + "\n"), "\(line)")
+            }
+            #expect(metrics.contains("kakin_webhook_attempts_total{endpoint=\"backend\",outcome=\"dead\"} 2\n"))
 
             // The endpoint is fixed; replay the grant's event by id: it is delivered, the other stays dead.
             receiver.setFaults(.init())

@@ -20,7 +20,9 @@ final class SimulatedKakin: Sendable {
 
     static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
                       consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
-                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 }) async throws -> SimulatedKakin {
+                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
+                      configure: (inout Configuration) -> Void = { _ in },
+                      configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var config = Configuration()
@@ -30,12 +32,14 @@ final class SimulatedKakin: Sendable {
                                          catalog: catalog, offerRules: Dictionary(offerRules.map { ($0.offerId, $0) }, uniquingKeysWith: { $1 }))]
         config.apps[0].consumptionInformation = consumption
         config.auth = auth
+        configure(&config)
         var simConfig = SimulatorConfiguration(catalog: catalog)
         simConfig.gracePeriodDays = gracePeriodDays
         let local = try LocalMode(configuration: config, simulatorConfiguration: simConfig, simulatorStartMs: start2026,
                                   logger: Logger(minimum: .error), deliveries: deliveries)
         var options = local.runtimeOptions()
         options.ids = ids ?? options.ids
+        configureRuntime(&options)
         let runtime = try await KakinRuntime.start(options)
         try await local.attach(to: runtime)
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
@@ -44,9 +48,12 @@ final class SimulatedKakin: Sendable {
     static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
                      consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
+                     configure: (inout Configuration) -> Void = { _ in },
+                     configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
         try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, offerRules: offerRules,
-                                        consumption: consumption, auth: auth, deliveries: deliveries),
+                                        consumption: consumption, auth: auth, deliveries: deliveries, configure: configure,
+                                        configureRuntime: configureRuntime),
                         stop: { await $0.stop() }, body)
     }
 
