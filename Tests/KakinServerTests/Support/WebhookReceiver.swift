@@ -23,6 +23,8 @@ final class WebhookReceiver: Sendable {
         var printed: [String] = []
         var requests = 0
         var attempts: [String: Int] = [:]
+        /// First attempts held past Kakin's deadline.
+        var hangs = 0
     }
 
     final class State: Sendable {
@@ -68,6 +70,7 @@ final class WebhookReceiver: Sendable {
             }
             if let status = faults.answerAll { return .text("refused by the test", status: status) }
             if attempt == 1, faults.hangShare > 0, share(id) < faults.hangShare {
+                values.withLock { $0.hangs += 1 }
                 guard (try? await Task.sleep(for: .milliseconds(faults.hangMs))) != nil else { return .text("cancelled", status: 503) }
             }
             return await listener.handle(request)
@@ -88,6 +91,7 @@ final class WebhookReceiver: Sendable {
     var printed: [String] { values.withLock { $0.printed } }
     var printedEvents: [JSONValue] { printed.compactMap { try? JSONParser.parse($0) } }
     var requests: Int { values.withLock { $0.requests } }
+    var hangs: Int { values.withLock { $0.hangs } }
 
     /// Connection refused from now on, until `comeBack`.
     func goDown() async {
@@ -125,4 +129,54 @@ func eventually(timeoutSeconds: Double = 30, _ condition: () async throws -> Boo
         try await Task.sleep(for: .milliseconds(25))
     }
     return try await condition()
+}
+
+/// The real sender, counting what came of each attempt (so a test can show its faults really happened).
+final class CountingSender: WebhookSender {
+    let base = URLSessionWebhookSender()
+    let outcomes = Mutex<[String: Int]>([:])
+
+    func send(_ request: WebhookRequest) async -> WebhookResponse {
+        let response = await base.send(request)
+        let key: String
+        switch response {
+        case .answered(let status, _): key = "\(status)"
+        case .failed(let reason): key = reason.hasPrefix("timed out") ? "timed out" : reason.hasPrefix("cannot connect") ? "cannot connect" : reason
+        }
+        outcomes.withLock { $0[key, default: 0] += 1 }
+        return response
+    }
+
+    var counts: [String: Int] { outcomes.withLock { $0 } }
+}
+
+/// A process killed in the middle of delivering: every send it starts never comes back (its claims stay held until
+/// their lease runs out), until `release` ends them as failed.
+final class HangingSender: WebhookSender {
+    private let state = Mutex<(hung: [String], waiters: [CheckedContinuation<Void, Never>], released: Bool)>(([], [], false))
+
+    func send(_ request: WebhookRequest) async -> WebhookResponse {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.released { return true }
+                s.hung.append(request.headers["Kakin-Event-Id"] ?? "")
+                s.waiters.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+        return .failed(reason: "the process was killed")
+    }
+
+    /// Event ids whose delivery was cut off.
+    var hung: [String] { state.withLock { $0.hung } }
+
+    func release() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.released = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume() }
+    }
 }
