@@ -114,6 +114,7 @@ public final class KakinRuntime: Sendable {
             settings.appReceiptRootsDER = config.appReceiptRootsDER
             settings.events = config.events ?? EventsSettings()
             settings.webhookOptions = options.webhookOptions
+            config.events?.delivery?.apply(to: &settings.webhookOptions)
             settings.webhookSender = options.webhookSender
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,

@@ -25,6 +25,8 @@ final class WebhookReceiver: Sendable {
         var attempts: [String: Int] = [:]
         /// First attempts held past Kakin's deadline.
         var hangs = 0
+        /// Requests being answered now.
+        var inFlight = 0
     }
 
     final class State: Sendable {
@@ -63,6 +65,8 @@ final class WebhookReceiver: Sendable {
     private static func handler(_ listener: WebhookListener, _ values: State) -> HTTPHandler {
         { request in
             let id = request.headers["Kakin-Event-Id"] ?? ""
+            values.withLock { $0.inFlight += 1 }
+            defer { values.withLock { $0.inFlight -= 1 } }
             let (faults, attempt) = values.withLock { v -> (Faults, Int) in
                 v.requests += 1
                 v.attempts[id, default: 0] += 1
@@ -92,6 +96,7 @@ final class WebhookReceiver: Sendable {
     var printedEvents: [JSONValue] { printed.compactMap { try? JSONParser.parse($0) } }
     var requests: Int { values.withLock { $0.requests } }
     var hangs: Int { values.withLock { $0.hangs } }
+    var inFlight: Int { values.withLock { $0.inFlight } }
 
     /// Connection refused from now on, until `comeBack`.
     func goDown() async {
