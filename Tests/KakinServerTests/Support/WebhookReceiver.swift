@@ -16,6 +16,8 @@ final class WebhookReceiver: Sendable {
         /// Share of events whose first attempt hangs for `hangMs` before the listener sees it.
         var hangShare = 0.0
         var hangMs: Int64 = 0
+        /// Hold every attempt of those events, not only the first (an endpoint that stopped answering in time).
+        var hangEveryAttempt = false
     }
 
     struct Values {
@@ -73,7 +75,7 @@ final class WebhookReceiver: Sendable {
                 return (v.faults, v.attempts[id] ?? 1)
             }
             if let status = faults.answerAll { return .text("refused by the test", status: status) }
-            if attempt == 1, faults.hangShare > 0, share(id) < faults.hangShare {
+            if attempt == 1 || faults.hangEveryAttempt, faults.hangShare > 0, share(id) < faults.hangShare {
                 values.withLock { $0.hangs += 1 }
                 guard (try? await Task.sleep(for: .milliseconds(faults.hangMs))) != nil else { return .text("cancelled", status: 503) }
             }
