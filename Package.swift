@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
         // the unused paid-coin balance report. An adapter over KakinService's use cases and the store's queries.
-        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinEvents", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
         // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
         // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
         .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal", "KakinEvents"],
@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
         .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
                                                             "KakinTestPostgres", "HTTPServer", "AppStoreSecurity"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

@@ -4,10 +4,10 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|purchases|grants|reads|history|notifications|all|postgres|crash-test] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|purchases|grants|reads|history|notifications|events|all|postgres|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
-        usage: kakin-bench [verify|purchases|grants|reads|history|notifications|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+        usage: kakin-bench [verify|purchases|grants|reads|history|notifications|events|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench purchases|notifications --prepare [--seconds S] [--kakin PATH]
                kakin-bench postgres --postgres URL [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--postgres URL [--processes P]] [--kakin PATH]
@@ -35,7 +35,7 @@ struct BenchOptions {
         """
 
     enum Command: String {
-        case verify, purchases, grants, reads, history, notifications, all, postgres
+        case verify, purchases, grants, reads, history, notifications, events, all, postgres
         case crashTest = "crash-test"
     }
 

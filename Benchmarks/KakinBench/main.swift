@@ -14,6 +14,7 @@ let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOpti
     (.reads, ReadsBenchmark.run),
     (.history, StatusHistoryBenchmark.run),
     (.notifications, NotificationsBenchmark.run),
+    (.events, EventsBenchmark.run),
     (.postgres, PostgresBenchmark.run),
 ]
 

@@ -72,6 +72,16 @@ public final class WebhookDeliveryWorker: Sendable {
         var stopped = false
         var runs: [Int: Task<Void, Never>] = [:]
         var nextRun = 0
+        /// Attempts this process made per endpoint, by what they came to (`/metrics`).
+        var attempts: [String: AttemptCounts] = [:]
+    }
+
+    /// What this process's attempts to one endpoint came to, since it started.
+    public struct AttemptCounts: Sendable, Hashable {
+        public var delivered = 0
+        public var retrying = 0
+        public var dead = 0
+        public init() {}
     }
 
     /// - Parameters:
@@ -96,6 +106,16 @@ public final class WebhookDeliveryWorker: Sendable {
 
     /// Deliveries each endpoint has in flight in this process now.
     public var inFlight: [String: Int] { state.withLock { $0.inFlight } }
+
+    /// Attempts this process made per endpoint since it started, by outcome.
+    public var attemptCounts: [String: AttemptCounts] { state.withLock { $0.attempts } }
+
+    /// How long the oldest event waiting for an endpoint has waited (`counts` from `KakinStore.webhookCounts`): an
+    /// undone delivery by this worker's clock, an event not fanned out yet by the events' clock; nil when none waits.
+    public func oldestWaitingAgeMs(_ counts: WebhookEndpointCounts) -> Int64? {
+        let ages = [counts.oldestDeliveryCreatedAtMs.map { clock.nowMs() - $0 }, counts.oldestNotFannedOutCreatedAtMs.map { eventClock.nowMs() - $0 }]
+        return ages.compactMap { $0 }.max().map { max(0, $0) }
+    }
 
     // MARK: The loop
 
@@ -240,6 +260,13 @@ public final class WebhookDeliveryWorker: Sendable {
         while let current = claim {
             sent += 1
             let result = await attempt(current, endpoint: endpoint)
+            state.withLock { s in
+                switch result.state {
+                case .delivered: s.attempts[endpoint.id, default: AttemptCounts()].delivered += 1
+                case .retrying: s.attempts[endpoint.id, default: AttemptCounts()].retrying += 1
+                case .dead, .pending: s.attempts[endpoint.id, default: AttemptCounts()].dead += 1
+                }
+            }
             do {
                 claim = try await store.finishWebhookDelivery(current, result: result, owner: owner, nowMs: clock.nowMs(), leaseMs: options.leaseMs,
                                                               continueChain: sent < options.chainRunMax && !isStopped)

@@ -80,6 +80,8 @@ public struct EventsSettings: Sendable, Hashable {
     public var webhooks: [WebhookEndpoint]
     /// Events and finished deliveries older than this are purged (an undelivered one only once it ended).
     public var retentionDays: Int
+    /// `events.delivery` (an addition): this process's worker timing; nil = the contract's.
+    public var delivery: WebhookDeliveryTuning? = nil
 
     public init(webhooks: [WebhookEndpoint] = [], retentionDays: Int = 30) {
         precondition(webhooks.count <= Self.webhooksMax, "at most \(Self.webhooksMax) webhook endpoints")

@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinEvents
 import KakinService
 @testable import KakinServer
 import Testing
@@ -23,7 +24,16 @@ struct AdminInABrowser {
     func supportSignsInFindsAPurchaseByOrderIdGrantsCoinsAndExtendsTheSubscription() async throws {
         let auth = Configuration.Auth(apiKeys: [.init(sha256: Hex.encode(SHA256Hash.digest(Array(Self.adminKey.utf8))), scope: .admin)],
                                       customerTokenSecret: nil)
-        try await SimulatedKakin.with(auth: auth) { k in
+        // The team's backend refuses webhooks at first: the deliveries go dead (after 300 ms here), to be replayed from the desk.
+        let receiver = try WebhookReceiver(secret: WebhookDesk.secret, faults: .init(answerAll: 503))
+        defer { Task { await receiver.stop() } }
+        try await SimulatedKakin.with(auth: auth, configure: { config in
+            config.events = EventsSettings(webhooks: [WebhookEndpoint(id: "backend", url: receiver.url, secrets: [Array(WebhookDesk.secret.utf8)])])
+        }, configureRuntime: { options in
+            options.webhookOptions.timeoutMs = 500
+            options.webhookOptions.pollIntervalMs = 20
+            options.webhookOptions.schedule = RetrySchedule(firstDelayMs: 10, delayMaxMs: 50, windowMs: 300)
+        }) { k in
             // A customer with coins and a month-old subscription, and an app that once failed to hand over a purchase.
             let coins = try await k.buy("u1", "coins.500")
             let order = try #require(coins["orderId"]?.stringValue)
@@ -80,6 +90,10 @@ struct AdminInABrowser {
                 try await browser.open(base + "/admin/customers/u1")
                 try await browser.waitFor("the customer page on a phone") { _, source in source.contains("<h1>Customer u1</h1>") }
                 try await browser.screenshot(to: dir.appendingPathComponent("6-customer-on-a-phone.png").path)
+
+                // The webhook's dead deliveries, each with its last answer; the endpoint is fixed, one is replayed.
+                #expect(try await eventually { (try await k.app.store.webhookCounts(endpointIds: ["backend"]).first?.dead ?? 0) > 0 })
+                try await Self.replayADeadWebhookDelivery(browser, base: base, dir: dir, receiver: receiver)
             } catch {
                 await browser.quit()
                 throw error
@@ -91,10 +105,30 @@ struct AdminInABrowser {
             #expect(events.contains { $0.kind == "admin.grant" && $0.detail["by"]?.stringValue?.hasPrefix("Aiko (key ") == true })
             #expect(events.contains { $0.kind == "subscription.extended" && $0.detail["by"]?.stringValue?.hasPrefix("Aiko (key ") == true
                 && $0.detail["days"] == 7 && $0.detail["reasonCode"] == 1 })
-            for name in ["1-sign-in", "2-search-by-order-id", "3-customer", "4-after-grant", "5-after-extension", "6-customer-on-a-phone"] {
+            for name in ["1-sign-in", "2-search-by-order-id", "3-customer", "4-after-grant", "5-after-extension", "6-customer-on-a-phone",
+                         "7-webhook-dead-deliveries", "8-webhook-after-replay"] {
                 let size = (try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("\(name).png").path)[.size] as? Int) ?? 0
                 #expect(size > 5_000, "\(name).png")
             }
         }
+    }
+
+    /// Steps 7 and 8: the endpoint's dead deliveries, one replayed with its button, then the delivered list.
+    static func replayADeadWebhookDelivery(_ browser: WebDriver, base: String, dir: URL, receiver: WebhookReceiver) async throws {
+        receiver.setFaults(.init())
+        try await browser.resize(width: 1280, height: 1400)
+        try await browser.open(base + "/admin/webhooks/backend?state=dead")
+        let dead = try await browser.waitFor("the webhook's dead deliveries") { _, source in source.contains("HTTP 503") }
+        #expect(dead.contains("Replay every dead delivery"))
+        try await browser.screenshot(to: dir.appendingPathComponent("7-webhook-dead-deliveries.png").path)
+        try await browser.click("table form button")
+        let confirmed = try await browser.waitFor("the replay's confirmation") { _, source in source.contains("Delivery queued again") }
+        #expect(confirmed.contains("Webhook backend"))
+        let arrived = try await receiver.wait { $0.count == 1 }
+        #expect(arrived)
+        try await browser.open(base + "/admin/webhooks/backend?state=delivered")
+        let delivered = try await browser.waitFor("the delivered list") { _, source in source.contains("badge good\">delivered") }
+        #expect(delivered.contains("Replay"))
+        try await browser.screenshot(to: dir.appendingPathComponent("8-webhook-after-replay.png").path)
     }
 }

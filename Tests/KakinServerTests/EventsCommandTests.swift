@@ -46,6 +46,20 @@ import Testing
         #expect(plain.retentionDays == 30 && plain.webhooks[0].types == .all)
     }
 
+    @Test func deliveryTuningIsAnOptionalAddition() throws {
+        let ok = #"{"webhooks": [{"id": "b", "url": "https://b.example/h", "secretEnv": "KAKIN_WEBHOOK_SECRET"}]"#
+        #expect(try #require(try parse(ok + "}").events).delivery == nil)
+        let tuned = try #require(try parse(ok + #", "delivery": {"timeoutMs": 300, "leaseMs": 1500, "retryFirstDelayMs": 10, "retryMaxDelayMs": 200, "#
+                                             + #""retryWindowHours": 1, "concurrencyPerEndpoint": 2, "pollIntervalMs": 20}}"#).events?.delivery)
+        var options = WebhookDeliveryWorker.Options()
+        tuned.apply(to: &options)
+        #expect(options.timeoutMs == 300 && options.leaseMs == 1_500 && options.concurrencyPerEndpoint == 2 && options.pollIntervalMs == 20)
+        #expect(options.schedule == RetrySchedule(firstDelayMs: 10, delayMaxMs: 200, windowMs: 3_600_000))
+        #expect(error(ok + #", "delivery": {"timeoutMs": 5000, "leaseMs": 4000}}"#) == "events.delivery: leaseMs must be longer than timeoutMs (5000)")
+        #expect(error(ok + #", "delivery": {"timeoutMs": 5}}"#) == "events.delivery.timeoutMs: must be between 100 and 60000")
+        #expect(error(ok + #", "delivery": {"timeout": 5}}"#) == "events.delivery.timeout: unknown key")
+    }
+
     @Test func everyEventsErrorIsOneLineNamingTheKey() {
         let ok = #""id": "b", "url": "https://b.example/h", "secretEnv": "KAKIN_WEBHOOK_SECRET""#
         #expect(error(#"{"webhooks": [], "colour": 1}"#) == "events.colour: unknown key")

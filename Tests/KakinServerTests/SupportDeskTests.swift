@@ -2,6 +2,7 @@ import AppStoreSecurity
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinEvents
 import KakinService
 import KakinSQLite
 import KakinStorage
@@ -262,7 +263,11 @@ import Testing
 /// The Grafana dashboard charts series `/metrics` really has.
 @Suite struct MetricsLayout {
     @Test func everySeriesTheDashboardChartsIsExposed() async throws {
-        try await SimulatedKakin.with { k in
+        // A webhook configured (nothing listens there), so its series are exposed too.
+        try await SimulatedKakin.with(configure: { config in
+            config.events = EventsSettings(webhooks: [WebhookEndpoint(id: "backend", url: "http://127.0.0.1:9/hooks",
+                                                                      secrets: [Array("whsec_metrics_0123456789".utf8)])])
+        }) { k in
             try await k.buy("u1", "coins.100")
             _ = await AdminClient(k.app).get("/admin/search?q=1234567890")   // an App Store lookup
             _ = await AdminClient(k.app).get("/v1/customers/no!such!id")      // an error

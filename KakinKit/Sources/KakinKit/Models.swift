@@ -16,6 +16,11 @@ public struct CustomerStatus: Sendable, Equatable, Codable {
     public var nonRenewing: [NonRenewing]
     public var wallet: Wallet
     public var eligibility: Eligibility?
+    /// The customer's last event `sequence` when this status was read (0 before any event; nil from a Kakin older
+    /// than events). Every change that reaches the customer raises it, and the event that told your backend about
+    /// the change carries the same number: a status with a higher version is the newer one, so the app and the
+    /// backend can tell which of two reads is current (`isNewer(than:)`).
+    public var version: Int64?
 
     public enum Kind: String, Sendable {
         /// Never had an entitlement: show the shop.
@@ -30,9 +35,15 @@ public struct CustomerStatus: Sendable, Equatable, Codable {
 
     public var kind: Kind { Kind(rawValue: status) ?? .unknown }
 
+    /// Whether this status reflects changes `other` does not (a higher `version`). False when either lacks a version.
+    public func isNewer(than other: CustomerStatus) -> Bool {
+        guard let mine = version, let theirs = other.version else { return false }
+        return mine > theirs
+    }
+
     /// For an app's own tests and fakes; the app gets real ones from `Backend`.
     public init(customerId: String, appAccountToken: String?, status: String, subscriptions: [Subscription] = [],
-                nonConsumables: [NonConsumable] = [], nonRenewing: [NonRenewing] = [], wallet: Wallet, eligibility: Eligibility? = nil) {
+                nonConsumables: [NonConsumable] = [], nonRenewing: [NonRenewing] = [], wallet: Wallet, eligibility: Eligibility? = nil, version: Int64? = nil) {
         self.customerId = customerId
         self.appAccountToken = appAccountToken
         self.status = status
@@ -41,6 +52,7 @@ public struct CustomerStatus: Sendable, Equatable, Codable {
         self.nonRenewing = nonRenewing
         self.wallet = wallet
         self.eligibility = eligibility
+        self.version = version
     }
 
     public struct Subscription: Sendable, Equatable, Codable {

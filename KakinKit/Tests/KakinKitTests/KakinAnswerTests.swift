@@ -13,7 +13,7 @@ struct KakinAnswerTests {
          "nonConsumables": [{"productId": "noads", "transactionId": "2000000000000002", "ownership": "purchased"}],
          "nonRenewing": [{"productId": "season.pass", "expiresAt": "2026-04-01T00:00:00Z", "active": true}],
          "wallet": {"paid": 500, "free": 50, "total": 550},
-         "eligibility": {"introductoryOffer": {"premium": false}}}
+         "eligibility": {"introductoryOffer": {"premium": false}}, "version": 7}
         """
 
     func answer(_ status: Int, _ body: String) -> KakinAnswer { KakinAnswer(status: status, body: Data(body.utf8)) }
@@ -27,6 +27,18 @@ struct KakinAnswerTests {
         #expect(s.wallet == Wallet(paid: 500, free: 50, total: 550))
         #expect(s.eligibility?.introductoryOffer?["premium"] == false)
         #expect(CustomerStatus.Kind(rawValue: "vip") == nil)
+        #expect(s.version == 7)
+    }
+
+    /// The status's `version` is the customer's last event sequence: the higher one is the newer read; a Kakin older
+    /// than events sends none, and then neither read is called newer.
+    @Test func theStatusVersionTellsWhichReadIsNewer() throws {
+        let newer = try answer(200, Self.customer).decode(CustomerStatus.self)
+        let older = try answer(200, Self.customer.replacingOccurrences(of: #""version": 7"#, with: #""version": 6"#)).decode(CustomerStatus.self)
+        let unversioned = try answer(200, Self.customer.replacingOccurrences(of: #", "version": 7"#, with: "")).decode(CustomerStatus.self)
+        #expect(older.version == 6 && unversioned.version == nil)
+        #expect(newer.isNewer(than: older) && !older.isNewer(than: newer) && !newer.isNewer(than: newer))
+        #expect(!newer.isNewer(than: unversioned) && !unversioned.isNewer(than: older))
     }
 
     @Test func created201AndAlreadyProcessed409BothLetTheAppFinish() throws {

@@ -6,7 +6,8 @@ import KakinStorage
 enum CustomerPage {
     /// - Parameter formKey: drawn when the page is shown: the grant's idempotency key, and (with the original
     ///   transaction ID) each extension's request identifier, so a form sent twice acts once.
-    static func render(session: AdminSession, view v: CustomerView, notice: HTML, formKey: String) -> HTML {
+    /// - Parameter outboxEvents: the customer's latest events, oldest first (`CustomerEventsSection`).
+    static func render(session: AdminSession, view v: CustomerView, notice: HTML, formKey: String, outboxEvents: [OutboxEventRow] = []) -> HTML {
         let c = v.customer
         let status = v.status["status"]?.stringValue ?? "?"
         let statusTone: HistoryEntry.Tone = status == "active" ? .good : status == "inactive" ? .warn : .neutral
@@ -56,6 +57,7 @@ enum CustomerPage {
             \(purchases)
             \(notifications)
             \(timelineSection(v))
+            \(CustomerEventsSection.render(customerId: c.customerId, events: outboxEvents))
             """)
     }
 

@@ -105,7 +105,7 @@ extension SupportDesk {
         await page(request) { session throws(KakinError) in
             let view = try await customerView(customerId, ledgerCursor: request.query["ledger"], timelineCursor: request.query["events"])
             return Layout.response(CustomerPage.render(session: session, view: view, notice: Self.notice(request),
-                                                       formKey: "adm_" + Tokens.random()))
+                                                       formKey: "adm_" + Tokens.random(), outboxEvents: try await latestOutboxEvents(customerId)))
         }
     }
 

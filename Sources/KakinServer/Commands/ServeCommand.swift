@@ -114,6 +114,7 @@ public final class KakinRuntime: Sendable {
             settings.appReceiptRootsDER = config.appReceiptRootsDER
             settings.events = config.events ?? EventsSettings()
             settings.webhookOptions = options.webhookOptions
+            config.events?.delivery?.apply(to: &settings.webhookOptions)
             settings.webhookSender = options.webhookSender
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
@@ -192,7 +193,8 @@ enum ServeCommand {
     static let usage = """
         usage: kakin serve [--config kakin.json] [--host H] [--port N] [--database sqlite:PATH|postgresql://…]
           With no --config: local mode — SQLite, the demo catalog, the App Store simulator under /simulator/,
-          its CA trusted, loopback only, no credentials.
+          its CA trusted, loopback only, no credentials; KAKIN_WEBHOOK_URL (and KAKIN_WEBHOOK_SECRET, else one is
+          generated and printed) sends every event to a webhook, e.g. `kakin events listen`'s.
         """
 
     static func run(arguments: [String]) async -> Int32 {
@@ -209,6 +211,7 @@ enum ServeCommand {
             return 0
         }
         var config: Configuration
+        var localWebhook: LocalWebhook?
         let port: Int?
         do {
             port = try args.int("port", range: 0...65535)
@@ -225,6 +228,7 @@ enum ServeCommand {
             if let host = args.last("host") { config.host = host }
             if let port { config.port = port }
             if let db = args.last("database") { config.database = try Configuration.Database.parse(db, relativeTo: nil) }
+            if !args.has("config") { localWebhook = try LocalWebhook.apply(to: &config, environment: ProcessInfo.processInfo.environment) }
         } catch {
             Console.err("kakin serve: invalid configuration: \(error)")
             return 2
@@ -244,7 +248,7 @@ enum ServeCommand {
             }
             logger.info("kakin listening", ["http.url": .string("http://\(config.host):\(runtime.port)"), "mode": .string(local ? "local" : "config"),
                                             "database": .string(config.database.description)])
-            if let localMode { Console.out(localMode.banner(port: runtime.port)) }
+            if let localMode { Console.out(localMode.banner(port: runtime.port) + LocalWebhook.banner(localWebhook, base: "http://127.0.0.1:\(runtime.port)")) }
             let sig = await Signals.waitForTermination()
             logger.info("shutting down", ["signal": .int(Int64(sig))])
             await localMode?.stop()

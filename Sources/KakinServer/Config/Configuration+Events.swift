@@ -7,7 +7,7 @@ import KakinEvents
 extension Configuration {
     static func parseEvents(_ o: StrictObject, environment: [String: String], localMode: Bool = false) throws(ConfigurationError) -> EventsSettings? {
         guard let e = try o.object("events") else { return nil }
-        try e.check(allowedKeys: ["webhooks", "retentionDays"])
+        try e.check(allowedKeys: ["webhooks", "retentionDays", "delivery"])
         let retentionDays = Int(try e.int("retentionDays", range: EventsSettings.retentionDaysRange) ?? 30)
         let list = try e.array("webhooks") ?? []
         guard list.count <= EventsSettings.webhooksMax else {
@@ -46,6 +46,21 @@ extension Configuration {
             }
             webhooks.append(WebhookEndpoint(id: id, url: url, secrets: secrets, types: types))
         }
-        return EventsSettings(webhooks: webhooks, retentionDays: retentionDays)
+        var settings = EventsSettings(webhooks: webhooks, retentionDays: retentionDays)
+        if let d = try e.object("delivery") {
+            try d.check(allowedKeys: ["timeoutMs", "leaseMs", "retryFirstDelayMs", "retryMaxDelayMs", "retryWindowHours", "concurrencyPerEndpoint",
+                                      "pollIntervalMs"])
+            var tuning = WebhookDeliveryTuning()
+            tuning.timeoutMs = try d.int("timeoutMs", range: WebhookDeliveryTuning.timeoutMsRange)
+            tuning.leaseMs = try d.int("leaseMs", range: WebhookDeliveryTuning.leaseMsRange)
+            tuning.retryFirstDelayMs = try d.int("retryFirstDelayMs", range: WebhookDeliveryTuning.delayMsRange)
+            tuning.retryMaxDelayMs = try d.int("retryMaxDelayMs", range: WebhookDeliveryTuning.delayMsRange)
+            tuning.retryWindowHours = try d.int("retryWindowHours", range: WebhookDeliveryTuning.windowHoursRange)
+            tuning.concurrencyPerEndpoint = try d.int("concurrencyPerEndpoint", range: WebhookDeliveryTuning.concurrencyRange).map { Int($0) }
+            tuning.pollIntervalMs = try d.int("pollIntervalMs", range: WebhookDeliveryTuning.pollIntervalMsRange)
+            if let problem = tuning.problem() { throw ConfigurationError(e.sub("delivery"), problem) }
+            settings.delivery = tuning
+        }
+        return settings
     }
 }

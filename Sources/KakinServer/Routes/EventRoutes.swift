@@ -25,12 +25,11 @@ extension KakinApp {
         let worker = services.webhooks
         let counts = try await store.webhookCounts(endpointIds: worker.endpoints.map(\.id))
         let inFlight = worker.inFlight
-        let now = clock.nowMs()
         let endpoints: [JSONValue] = zip(worker.endpoints, counts).map { endpoint, n in
             ["id": .string(endpoint.id), "url": .string(endpoint.url), "types": .array(endpoint.types.admittedNames.sorted().map(JSONValue.string)),
              "pending": .int(Int64(n.pending)), "retrying": .int(Int64(n.retrying)), "dead": .int(Int64(n.dead)),
              "notFannedOut": .int(Int64(n.notFannedOut)), "inFlight": .int(Int64(inFlight[endpoint.id] ?? 0)),
-             "oldestPendingAgeSeconds": n.oldestWaitingCreatedAtMs.map { .int(max(0, now - $0) / 1000) } ?? .null]
+             "oldestPendingAgeSeconds": worker.oldestWaitingAgeMs(n).map { .int($0 / 1000) } ?? .null]
         }
         return .json(["webhooks": .array(endpoints)], status: 200)
     }

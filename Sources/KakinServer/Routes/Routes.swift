@@ -99,6 +99,12 @@ extension KakinApp {
         r.add("POST", "/admin/notifications/{notificationUUID}/replay", .desk) { [unowned self] c in
             await desk.replay(c.request, notificationUUID: c["notificationUUID"])
         }
+        r.add("GET", "/admin/webhooks", .desk) { [unowned self] c in await desk.webhooksPage(c.request) }
+        r.add("GET", "/admin/webhooks/{id}", .desk) { [unowned self] c in await desk.webhookPage(c.request, id: c["id"]) }
+        r.add("POST", "/admin/webhooks/{id}/replay-dead", .desk) { [unowned self] c in await desk.replayDeadWebhookDeliveries(c.request, id: c["id"]) }
+        r.add("POST", "/admin/webhooks/{id}/deliveries/{eventId}/replay", .desk) { [unowned self] c in
+            await desk.replayWebhookDelivery(c.request, id: c["id"], eventId: c["eventId"])
+        }
         r.add("GET", "/admin/reports/unused-balance", .desk) { [unowned self] c in await desk.reportPage(c.request) }
         r.add("GET", "/admin/reports/unused-balance.csv", .desk) { [unowned self] c in await desk.reportCSV(c.request) }
     }

@@ -61,9 +61,20 @@ public struct WebhookEndpointCounts: Sendable, Hashable {
     /// Events the endpoint takes or may take that no delivery exists for yet (fan-out behind), counted up to
     /// `fanOutLagCountMax`.
     public var notFannedOut: Int
-    /// Creation time of the oldest event waiting for this endpoint (an undone delivery, or an event not fanned
-    /// out yet); nil when nothing waits.
-    public var oldestWaitingCreatedAtMs: Int64?
+    /// Creation time of the oldest undone (pending or retrying) delivery, on the delivering worker's clock; nil when none.
+    public var oldestDeliveryCreatedAtMs: Int64? = nil
+    /// Creation time of the oldest event not fanned out yet, on the clock events are stamped with (local mode's is
+    /// the simulator's, not the worker's); nil when none.
+    public var oldestNotFannedOutCreatedAtMs: Int64? = nil
+
+    /// The older of the two; meaningful as one time only where events and deliveries share a clock (ages:
+    /// `WebhookDeliveryWorker.oldestWaitingAgeMs`).
+    public var oldestWaitingCreatedAtMs: Int64? {
+        switch (oldestDeliveryCreatedAtMs, oldestNotFannedOutCreatedAtMs) {
+        case let (a?, b?): min(a, b)
+        case let (a, b): a ?? b
+        }
+    }
 
     /// Deliveries waiting (pending and retrying) plus events not fanned out yet.
     public var backlog: Int { pending + retrying + notFannedOut }
@@ -428,7 +439,7 @@ extension KakinStore {
     public func webhookCounts(endpointIds: [String]) async throws(KakinError) -> [WebhookEndpointCounts] {
         try await read { db in
             try endpointIds.map { id in
-                var counts = WebhookEndpointCounts(endpointId: id, pending: 0, retrying: 0, dead: 0, notFannedOut: 0, oldestWaitingCreatedAtMs: nil)
+                var counts = WebhookEndpointCounts(endpointId: id, pending: 0, retrying: 0, dead: 0, notFannedOut: 0)
                 for r in try db.query("""
                     SELECT state, COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM webhook_deliveries
                     WHERE endpoint_id = ? AND state IN ('pending', 'retrying', 'dead') GROUP BY state
@@ -440,7 +451,7 @@ extension KakinStore {
                     case "dead": counts.dead = n; continue
                     default: continue
                     }
-                    if let oldest = r.int("oldest") { counts.oldestWaitingCreatedAtMs = min(counts.oldestWaitingCreatedAtMs ?? oldest, oldest) }
+                    if let oldest = r.int("oldest") { counts.oldestDeliveryCreatedAtMs = min(counts.oldestDeliveryCreatedAtMs ?? oldest, oldest) }
                 }
                 if let c = try Self.cursor(db, id) {
                     let lag = try db.queryOne("""
@@ -448,7 +459,7 @@ extension KakinStore {
                             SELECT created_at_ms FROM outbox_events WHERE (txid, feed_pos) > (?, ?) ORDER BY txid, feed_pos LIMIT ?) AS behind
                         """, [.integer(c.txid), .integer(c.position), .integer(Int64(Self.fanOutLagCountMax))])
                     counts.notFannedOut = Int(lag?.int("n") ?? 0)
-                    if let oldest = lag?.int("oldest") { counts.oldestWaitingCreatedAtMs = min(counts.oldestWaitingCreatedAtMs ?? oldest, oldest) }
+                    counts.oldestNotFannedOutCreatedAtMs = lag?.int("oldest")
                 }
                 return counts
             }

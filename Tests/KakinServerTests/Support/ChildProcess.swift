@@ -18,7 +18,9 @@ final class ChildProcess: Sendable {
 
     /// Starts `executable` with `arguments`, standard input from /dev/null, standard output and error to
     /// the files named (created or truncated; nil: /dev/null).
-    static func spawn(_ executable: String, _ arguments: [String], output: String? = nil, errors: String? = nil) throws -> ChildProcess {
+    /// `environment`: added to (or replacing) this process's variables.
+    static func spawn(_ executable: String, _ arguments: [String], output: String? = nil, errors: String? = nil,
+                      environment: [String: String] = [:]) throws -> ChildProcess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -29,7 +31,16 @@ final class ChildProcess: Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for arg in argv { free(arg) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        var rc: Int32
+        if environment.isEmpty {
+            rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        } else {
+            var merged = ProcessInfo.processInfo.environment
+            for (k, v) in environment { merged[k] = v }
+            let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { for entry in envp { free(entry) } }
+            rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        }
         guard rc == 0 else { throw ProcessFailure(description: "posix_spawn \(executable): error \(rc)") }
         return ChildProcess(pid: pid)
     }

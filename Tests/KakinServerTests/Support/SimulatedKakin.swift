@@ -22,7 +22,8 @@ final class SimulatedKakin: Sendable {
                       consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                       apple2026: Apple2026AppSettings = Apple2026AppSettings(),
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
-                      configure: (inout Configuration) -> Void = { _ in }) async throws -> SimulatedKakin {
+                      configure: (inout Configuration) -> Void = { _ in },
+                      configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var config = Configuration()
@@ -40,6 +41,7 @@ final class SimulatedKakin: Sendable {
                                   logger: Logger(minimum: .error), deliveries: deliveries)
         var options = local.runtimeOptions()
         options.ids = ids ?? options.ids
+        configureRuntime(&options)
         let runtime = try await KakinRuntime.start(options)
         try await local.attach(to: runtime)
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
@@ -49,9 +51,12 @@ final class SimulatedKakin: Sendable {
                      consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
                      apple2026: Apple2026AppSettings = Apple2026AppSettings(),
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
+                     configure: (inout Configuration) -> Void = { _ in },
+                     configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
         try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, offerRules: offerRules,
-                                        consumption: consumption, auth: auth, apple2026: apple2026, deliveries: deliveries),
+                                        consumption: consumption, auth: auth, apple2026: apple2026, deliveries: deliveries,
+                                        configure: configure, configureRuntime: configureRuntime),
                         stop: { await $0.stop() }, body)
     }
 
