@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreSecurity
 import KakinCore
 import KakinEvents
+import KakinMetrics
 import KakinStorage
 
 /// Kakin's use cases, built once over the store, the verifier and the clocks. The HTTP routes, the support desk,
@@ -20,10 +21,14 @@ public final class KakinServices: Sendable {
         public var events: EventsSettings
         /// How the webhook worker works (timeouts, slots, retries); tests shorten them.
         public var webhookOptions: WebhookDeliveryWorker.Options
+        /// Business numbers' rate table (`exchangeRates`; nil: amounts stay per currency).
+        public var exchangeRates: ExchangeRates? = nil
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     appReceiptRootsDER: [[UInt8]]? = nil, notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax,
-                    events: EventsSettings = EventsSettings(), webhookOptions: WebhookDeliveryWorker.Options = WebhookDeliveryWorker.Options()) {
+                    events: EventsSettings = EventsSettings(), webhookOptions: WebhookDeliveryWorker.Options = WebhookDeliveryWorker.Options(),
+                    exchangeRates: ExchangeRates? = nil) {
+            self.exchangeRates = exchangeRates
             self.apps = apps
             self.wallet = wallet
             self.transferPolicy = transferPolicy
@@ -58,6 +63,8 @@ public final class KakinServices: Sendable {
     public let extensions: SubscriptionExtensions
     public let wallets: Wallets
     public let offers: Offers
+    /// Business numbers: rollups, overview, series, rebuild (`docs/metrics.md`).
+    public let businessMetrics: BusinessMetrics
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -101,6 +108,8 @@ public final class KakinServices: Sendable {
         extensions = SubscriptionExtensions(store: store, access: access, ingest: ingest, statusReads: statusReads, apps: apps, logger: logger)
         wallets = Wallets(store: store, spendOrder: settings.wallet.spendOrder, metrics: metrics, logger: logger, events: events)
         offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
+        businessMetrics = BusinessMetrics(store: store, settings: .from(apps: settings.apps, exchangeRates: settings.exchangeRates), clock: clock,
+                                          logger: logger)
     }
 
     /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless

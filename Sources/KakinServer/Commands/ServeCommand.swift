@@ -115,6 +115,7 @@ public final class KakinRuntime: Sendable {
             settings.events = config.events ?? EventsSettings()
             settings.webhookOptions = options.webhookOptions
             settings.webhookSender = options.webhookSender
+            settings.exchangeRates = config.exchangeRates
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
                                extraRoutes: options.extraRoutes)

@@ -18,6 +18,8 @@ public struct AppSettings: Sendable {
     public var reportingTimeZone: String
     /// `stripe` and `externalPurchaseReporting`.
     public var external = ExternalPurchasesConfiguration()
+    /// Business numbers: Apple's commission on this app's sales, 0…1 (`commissionRate`; proceeds = net × (1 − rate)).
+    public var commissionRate: Double = 0.30
 
     public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
                 offerRules: [String: OfferRule] = [:], reportingTimeZone: String = AppSettings.defaultReportingTimeZone) {

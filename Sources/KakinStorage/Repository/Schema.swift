@@ -308,5 +308,6 @@ enum Schema {
         statusFieldsMigration,
         eventsMigration,
         statusViewsMigration,
+        metricsMigration,
     ]
 }
