@@ -91,6 +91,11 @@ public struct Overview: Sendable, Hashable {
     public struct Money: Sendable, Hashable {
         public var currency: String
         public var amount: Int64
+
+        public init(currency: String, amount: Int64) {
+            self.currency = currency
+            self.amount = amount
+        }
     }
 
     public struct Revenue: Sendable, Hashable {
@@ -99,6 +104,13 @@ public struct Overview: Sendable, Hashable {
         public var refunded: Int64
         /// (gross − refunded) × (1 − the app's commission rate), summed over apps.
         public var proceeds: Int64
+
+        public init(currency: String, gross: Int64, refunded: Int64, proceeds: Int64) {
+            self.currency = currency
+            self.gross = gross
+            self.refunded = refunded
+            self.proceeds = proceeds
+        }
     }
 
     public var from: String
@@ -122,6 +134,32 @@ public struct Overview: Sendable, Hashable {
     public var coinsSpent: Int64
     public var coinsGrantedFree: Int64
     public var coinsOutstandingPaid: Int64
+
+    public init(from: String, to: String, timeZone: String, currency: String?, activeSubscriptions: Int64, activeTrials: Int64,
+                newSubscriptions: Int64, trialsStarted: Int64, trialsConverted: Int64, churnedVoluntary: Int64, churnedBilling: Int64,
+                activeAtStart: Int64, mrr: [Money], revenue: [Revenue], refundCount: Int64, paidTransactions: Int64, coinsSold: Int64,
+                coinsSpent: Int64, coinsGrantedFree: Int64, coinsOutstandingPaid: Int64) {
+        self.from = from
+        self.to = to
+        self.timeZone = timeZone
+        self.currency = currency
+        self.activeSubscriptions = activeSubscriptions
+        self.activeTrials = activeTrials
+        self.newSubscriptions = newSubscriptions
+        self.trialsStarted = trialsStarted
+        self.trialsConverted = trialsConverted
+        self.churnedVoluntary = churnedVoluntary
+        self.churnedBilling = churnedBilling
+        self.activeAtStart = activeAtStart
+        self.mrr = mrr
+        self.revenue = revenue
+        self.refundCount = refundCount
+        self.paidTransactions = paidTransactions
+        self.coinsSold = coinsSold
+        self.coinsSpent = coinsSpent
+        self.coinsGrantedFree = coinsGrantedFree
+        self.coinsOutstandingPaid = coinsOutstandingPaid
+    }
 
     public var trialConversionRate: Double { Self.rate(trialsConverted, trialsStarted) }
     public var churnRate: Double { Self.rate(churnedVoluntary + churnedBilling, activeAtStart + newSubscriptions) }
