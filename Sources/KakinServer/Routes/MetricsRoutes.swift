@@ -10,6 +10,7 @@ extension KakinApp {
     func registerMetricsRoutes(_ r: inout RouteTable) {
         // One pattern: `overview` is a name like the others here, so no literal/parameter precedence is relied on.
         r.add("GET", "/v1/admin/metrics/{name}", .adminRead) { [unowned self] c throws(KakinError) in try await getMetric(c) }
+        r.add("GET", "/admin/metrics", .desk) { [unowned self] c in await desk.metricsPage(c.request) }
     }
 
     func metricsFilter(_ c: RouteCall) throws(KakinError) -> MetricsFilter {
