@@ -49,13 +49,20 @@ extension KakinApp {
         }
         var out = "# HELP kakin_business_active_subscriptions Active subscriptions at the end of today (paid, trial and grace; not billing retry), by app and product.\n"
         out += "# TYPE kakin_business_active_subscriptions gauge\n"
-        for bundle in g.activeSubscriptions.keys.sorted() {
-            for (product, n) in g.activeSubscriptions[bundle]!.sorted(by: { $0.key < $1.key }) {
+        // Every configured app's subscription products, at 0 when none is active (a series exists from the start).
+        var active = g.activeSubscriptions
+        for app in services.settings.apps {
+            for p in app.catalog.sortedProducts where p.kind == .autoRenewable { active[app.bundleId, default: [:]][p.productId, default: 0] += 0 }
+        }
+        for bundle in active.keys.sorted() {
+            for (product, n) in active[bundle]!.sorted(by: { $0.key < $1.key }) {
                 out += "kakin_business_active_subscriptions{bundle_id=\"\(label(bundle))\",product_id=\"\(label(product))\"} \(n)\n"
             }
         }
         out += "# HELP kakin_business_active_trials Free trials active at the end of today, by app.\n# TYPE kakin_business_active_trials gauge\n"
-        for (bundle, n) in g.activeTrials.sorted(by: { $0.key < $1.key }) { out += "kakin_business_active_trials{bundle_id=\"\(label(bundle))\"} \(n)\n" }
+        var trials = g.activeTrials
+        for app in services.settings.apps { trials[app.bundleId, default: 0] += 0 }
+        for (bundle, n) in trials.sorted(by: { $0.key < $1.key }) { out += "kakin_business_active_trials{bundle_id=\"\(label(bundle))\"} \(n)\n" }
         out += "# HELP kakin_business_outstanding_paid_coins Paid coins credited and not spent or refunded, over every wallet.\n"
         out += "# TYPE kakin_business_outstanding_paid_coins gauge\nkakin_business_outstanding_paid_coins \(g.outstandingPaidCoins)\n"
         return out
