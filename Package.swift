@@ -66,7 +66,8 @@ let package = Package(
         // `kakin verify`: App Store signed data verified and printed, alone or a stream of lines on every core.
         .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand"], exclude: ["README.md"]),
-        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
+        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity",
+                                                                 "KakinService", "KakinMetrics"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "KakinMetricsTests", dependencies: ["KakinMetrics", "KakinCore"]),
