@@ -188,6 +188,13 @@ import Testing
             let unknown = await k.app.handle(HTTPRequestFactory.get("/v1/admin/metrics/nope", [("from", "2026-01-01"), ("to", "2026-01-02")]))
             #expect(unknown.status == 404)
 
+            // The business gauges beside the ops metrics: today (Mar 31) A on premium.monthly, D, F, G on premium.plus.monthly.
+            let scrape = String(decoding: await k.app.handle(HTTPRequestFactory.get("/metrics", [])).body, as: UTF8.self)
+            #expect(scrape.contains("kakin_business_active_subscriptions{bundle_id=\"dev.kakin.demo\",product_id=\"premium.monthly\"} 1\n"))
+            #expect(scrape.contains("kakin_business_active_subscriptions{bundle_id=\"dev.kakin.demo\",product_id=\"premium.plus.monthly\"} 3\n"))
+            #expect(scrape.contains("kakin_business_active_trials{bundle_id=\"dev.kakin.demo\"} 0\n"))
+            #expect(scrape.contains("kakin_business_outstanding_paid_coins 530\n"))
+
             // Rebuild from the facts: the incremental rollups were exactly right, and nothing changes.
             let rebuilt = try await numbers.rebuild()
             #expect(rebuilt.differing == 0, "\(rebuilt.sample)")
