@@ -10,7 +10,7 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-metrics-config-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let path = dir.appendingPathComponent("kakin.json").path
-        FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
         defer { try? FileManager.default.removeItem(at: dir) }
         return try Configuration.load(path: path, environment: [:])
     }
