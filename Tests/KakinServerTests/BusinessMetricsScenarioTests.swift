@@ -195,12 +195,29 @@ import Testing
             #expect(scrape.contains("kakin_business_active_trials{bundle_id=\"dev.kakin.demo\"} 0\n"))
             #expect(scrape.contains("kakin_business_outstanding_paid_coins 530\n"))
 
+            // `kakin report rebuild` itself on the same database (SQLite: a second connection; local mode's settings): the
+            // incremental rollups are what the facts say.
+            if database == nil {
+                let out = k.directory.appendingPathComponent("rebuild.json").path, err = k.directory.appendingPathComponent("rebuild.err").path
+                let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0o644), efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                let status = await ReportCommand.run(arguments: ["rebuild", "--database", "sqlite:" + k.directory.appendingPathComponent("kakin.db").path],
+                                                     output: fd, errorOutput: efd)
+                close(fd)
+                close(efd)
+                let printed = try String(contentsOfFile: out, encoding: .utf8)
+                print("kakin report rebuild (on the scenario's database) exit \(status): \(printed.replacingOccurrences(of: "\n", with: " "))")
+                #expect(status == 0, "\((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+                let answer = try JSONParser.parse(Array(printed.utf8))
+                #expect(answer["differing"] == .int(0) && answer["customers"] == .int(10))
+            }
+
             // Rebuild from the facts: the incremental rollups were exactly right, and nothing changes.
             let rebuilt = try await numbers.rebuild()
             #expect(rebuilt.differing == 0, "\(rebuilt.sample)")
             #expect(rebuilt.customers >= 10 && rebuilt.cells > 0)
             #expect(try await numbers.overview(from: "2026-01-01", to: "2026-03-31", filter: MetricsFilter()) == overview)
             print("business numbers scenario: rebuild recomputed \(rebuilt.customers) customers, \(rebuilt.cells) rollup cells, \(rebuilt.differing) differing")
+
         }
     }
 }
