@@ -67,39 +67,55 @@ public final class BusinessMetrics: Sendable {
 
     // MARK: Keeping up
 
-    /// One write: the customers of the next events past the cursor recomputed, the rollups moved by the difference, the
-    /// cursor moved. Answers the events read (0: caught up).
+    /// One pass: the customers of the next events past the cursor recomputed from their facts, read on ONE snapshot
+    /// (so the ingest's writes never conflict with the reading: no SERIALIZABLE read locks on its tables); then ONE
+    /// write that moves the cursor from where it was read (a compare-and-set: another pass that moved it first wins and
+    /// this one writes nothing) and the rollups by each share's difference from the stored share. A fact committed
+    /// after the snapshot has its event after the cursor handed out, so its customer is recomputed by a later pass.
+    /// Answers the events read (0: caught up).
     @discardableResult
     public func step() async throws(KakinError) -> Int {
         let settings = settings
-        return try await store.transaction { r in
-            let (customers, next, events) = try r.customersWithEvents(after: try r.metricsCursor(), limit: Self.eventsPerPass)
-            guard events > 0 else { return 0 }
+        let (cursor, next, events, shares) = try await store.snapshot { r -> (EventFeedCursor, EventFeedCursor, Int, [(String, Contribution)]) in
+            let cursor = try r.metricsCursor()
+            let (customers, next, events) = try r.customersWithEvents(after: cursor, limit: Self.eventsPerPass)
+            var shares: [(String, Contribution)] = []
             var start = 0
             while start < customers.count {
                 let page = Array(customers[start..<min(customers.count, start + KakinStore.metricFactsCustomersMax)])
-                try Self.recompute(page, r, settings)
+                for facts in try r.metricFacts(customerIds: page) {
+                    shares.append((facts.customerId, Contributions.of(Self.facts(facts), settings: settings)))
+                }
                 start += page.count
             }
-            try r.setMetricsCursor(next)
-            return events
+            return (cursor, next, events, shares)
         }
+        guard events > 0 else { return 0 }
+        try await store.transaction { r in
+            guard try r.moveMetricsCursor(from: cursor, to: next) else { return }
+            try Self.apply(shares, r)
+        }
+        return events
     }
 
-    /// Recomputes these customers' shares from their facts and moves the rollups by the difference (inside a write).
-    static func recompute(_ customers: [String], _ r: Records, _ settings: MetricsSettings) throws {
-        let stored = try r.metricContributions(customerIds: customers)
-        for facts in try r.metricFacts(customerIds: customers) {
-            let share = Contributions.of(Self.facts(facts), settings: settings)
-            var old = Contribution()
-            if let text = stored[facts.customerId] {
-                guard let parsed = Contribution(json: text) else { preconditionFailure("a stored share is always readable") }
-                old = parsed
+    /// Moves the rollups by each share's difference from the stored one and stores the shares (inside a write).
+    static func apply(_ shares: [(String, Contribution)], _ r: Records) throws {
+        var start = 0
+        while start < shares.count {
+            let page = Array(shares[start..<min(shares.count, start + KakinStore.metricFactsCustomersMax)])
+            let stored = try r.metricContributions(customerIds: page.map(\.0))
+            for (customerId, share) in page {
+                var old = Contribution()
+                if let text = stored[customerId] {
+                    guard let parsed = Contribution(json: text) else { preconditionFailure("a stored share is always readable") }
+                    old = parsed
+                }
+                let delta = share.minus(old)
+                guard !delta.isEmpty else { continue }
+                try r.addToMetricDays(cells(delta))
+                try r.setMetricContribution(customerId: customerId, cells: share.isEmpty ? nil : share.json)
             }
-            let delta = share.minus(old)
-            guard !delta.isEmpty else { continue }
-            try r.addToMetricDays(cells(delta))
-            try r.setMetricContribution(customerId: facts.customerId, cells: share.isEmpty ? nil : share.json)
+            start += page.count
         }
     }
 

@@ -96,6 +96,14 @@ extension Records {
             """, [.text(KakinStore.metricsCursorName), .integer(cursor.txid), .integer(cursor.position), .integer(nowMs)])
     }
 
+    /// Moves the cursor from `from` to `to` if it is still at `from` (a compare-and-set; false: another pass moved it).
+    /// Only rollup passes and rebuilds touch this row, so reading it in a write conflicts with no ingest.
+    public func moveMetricsCursor(from: EventFeedCursor, to: EventFeedCursor) throws -> Bool {
+        guard try metricsCursor() == from else { return false }
+        try setMetricsCursor(to)
+        return true
+    }
+
     /// The customers of the events after `cursor` in feed order (only what no later commit can precede, as the feed
     /// serves), at most `limit` events, and the cursor after the last one read.
     public func customersWithEvents(after cursor: EventFeedCursor, limit: Int) throws -> (customers: [String], next: EventFeedCursor, events: Int) {
