@@ -43,10 +43,13 @@ let package = Package(
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
         // the unused paid-coin balance report. An adapter over KakinService's use cases and the store's queries.
-        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinEvents", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinEvents", "KakinMetrics", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        // Business numbers, pure: facts → each customer's share of the daily rollups; rollups → the overview and series.
+        .target(name: "KakinMetrics", dependencies: ["KakinCore"], exclude: ["README.md"]),
         // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
         // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
-        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal", "KakinEvents"],
+        .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal", "KakinEvents",
+                                                    "KakinMetrics"],
                 exclude: ["README.md"]),
         // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
         // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.
@@ -54,7 +57,7 @@ let package = Package(
         // `kakin events listen`: a webhook receiver that checks Kakin-Signature and prints one event a line.
         .target(name: "KakinEventsListener", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal",
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinMetrics", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal",
                                                     "KakinEvents", "KakinEventsListener"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
@@ -63,9 +66,11 @@ let package = Package(
         // `kakin verify`: App Store signed data verified and printed, alone or a stream of lines on every core.
         .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand"], exclude: ["README.md"]),
-        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity"], path: "Benchmarks/KakinBench"),
+        .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity",
+                                                                 "KakinService", "KakinMetrics"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
+        .testTarget(name: "KakinMetricsTests", dependencies: ["KakinMetrics", "KakinCore"]),
         .testTarget(name: "KakinExternalTests", dependencies: ["KakinExternal", "KakinCore", "AppStoreSecurity"], exclude: ["Interop"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinVerifyCommand"], exclude: ["Interop"]),
         // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.

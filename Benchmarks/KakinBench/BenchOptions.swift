@@ -10,6 +10,7 @@ struct BenchOptions {
         usage: kakin-bench [verify|purchases|grants|reads|history|notifications|events|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench purchases|notifications --prepare [--seconds S] [--kakin PATH]
                kakin-bench postgres --postgres URL [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+               kakin-bench metrics [--customers N] [--rebuild] [--repetitions R] [--kakin PATH]
                kakin-bench crash-test [--seconds S] [--rounds R] [--clients N] [--postgres URL [--processes P]] [--kakin PATH]
 
         Figures (default: all) measured against the release `kakin` binary, each beside a baseline
@@ -26,6 +27,8 @@ struct BenchOptions {
                             `postgres` measures it beside SQLite, `crash-test` runs on it instead of SQLite
           --processes P     crash-test on PostgreSQL: kakin serve processes on the one database, one of
                             them SIGKILLed each round (default 2)
+          --customers N     metrics: customers in the generated year (default 1000000); --rebuild checks the
+                            rebuild above 200000 too (minutes)
           --kakin PATH      the kakin binary (default .build/release/kakin in this package)
           --keep            keep the run's temporary directory (configs, databases, logs, JWS);
                             it is always kept when a check fails
@@ -35,7 +38,7 @@ struct BenchOptions {
         """
 
     enum Command: String {
-        case verify, purchases, grants, reads, history, notifications, events, all, postgres
+        case verify, purchases, grants, reads, history, notifications, events, all, postgres, metrics
         case crashTest = "crash-test"
     }
 
@@ -50,6 +53,9 @@ struct BenchOptions {
     var kakin: URL?
     var keepWorkspace = false
     var prepare = false
+    /// `metrics`: customers in the generated year, and whether to run the rebuild check above 200,000.
+    var customers = 1_000_000
+    var rebuild = false
 
     /// nil: `--help`.
     static func parse(_ arguments: [String]) throws(UsageError) -> BenchOptions? {
@@ -62,8 +68,8 @@ struct BenchOptions {
         }
         while let flag = rest.popFirst() {
             if flag == "--help" || flag == "-h" { return nil }
-            if flag == "--keep" || flag == "--prepare" {
-                if flag == "--keep" { options.keepWorkspace = true } else { options.prepare = true }
+            if flag == "--keep" || flag == "--prepare" || flag == "--rebuild" {
+                if flag == "--keep" { options.keepWorkspace = true } else if flag == "--rebuild" { options.rebuild = true } else { options.prepare = true }
                 continue
             }
             guard let value = rest.popFirst() else { throw UsageError(description: "\(flag) needs a value") }
@@ -82,6 +88,7 @@ struct BenchOptions {
                 guard value.hasPrefix("postgresql://") || value.hasPrefix("postgres://") else { throw UsageError(description: "--postgres needs a postgresql:// URL") }
                 options.postgresURL = value
             case "--processes": options.processes = try number(1...8)
+            case "--customers": options.customers = try number(1_000...5_000_000)
             default: throw UsageError(description: "unknown option \(flag)")
             }
         }

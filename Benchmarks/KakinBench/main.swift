@@ -16,6 +16,7 @@ let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOpti
     (.notifications, NotificationsBenchmark.run),
     (.events, EventsBenchmark.run),
     (.postgres, PostgresBenchmark.run),
+    (.metrics, MetricsBenchmark.run),
 ]
 
 @MainActor
@@ -27,7 +28,7 @@ func runFigures(_ options: BenchOptions, in workspace: BenchWorkspace) throws ->
     }
     var result = BenchResult()
     // `all` is every SQLite figure; `postgres` (which needs a server) runs those it compares with itself.
-    for benchmark in benchmarks where (options.command == .all && benchmark.command != .postgres) || options.command == benchmark.command {
+    for benchmark in benchmarks where (options.command == .all && benchmark.command != .postgres && benchmark.command != .metrics) || options.command == benchmark.command {
         result.append(try benchmark.run(workspace, options))
     }
     let date = ISO8601DateFormatter().string(from: Date())

@@ -3,6 +3,7 @@ import HTTPServer
 import KakinAdmin
 import KakinCore
 import KakinEvents
+import KakinMetrics
 import KakinService
 import KakinStorage
 import KakinSystem
@@ -28,6 +29,8 @@ public final class KakinApp: Sendable {
         public var webhookOptions = WebhookDeliveryWorker.Options()
         /// How webhooks are sent (nil: URLSession).
         public var webhookSender: (any WebhookSender)?
+        /// Business numbers' rate table (`exchangeRates`).
+        public var exchangeRates: ExchangeRates?
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     auth: Configuration.Auth? = nil, listensOnLoopback: Bool = true,
@@ -65,7 +68,7 @@ public final class KakinApp: Sendable {
             store: store, verifier: verifier,
             settings: KakinServices.Settings(apps: settings.apps, wallet: settings.wallet, transferPolicy: settings.transferPolicy,
                                              appReceiptRootsDER: settings.appReceiptRootsDER, notificationAttemptsMax: settings.notificationAttemptsMax,
-                                             events: settings.events, webhookOptions: settings.webhookOptions),
+                                             events: settings.events, webhookOptions: settings.webhookOptions, exchangeRates: settings.exchangeRates),
             clock: clock, retryClock: retryClock ?? SystemClock(), logger: logger, webhookSender: settings.webhookSender)
         authenticator = Authenticator(auth: settings.auth, clock: clock)
         let desk = makeSupportDesk()
@@ -139,6 +142,7 @@ public final class KakinApp: Sendable {
         services.appStoreJobs.worker.start { await services.appStoreJobs.processDue() }
         services.webhooks.start()
         services.externalPurchases.reporter.start()
+        services.businessMetrics.worker.start { await services.businessMetrics.processDue() }
         recentErrorFlusher.start { [self] in await flushRecentErrors() }
     }
 
@@ -148,6 +152,7 @@ public final class KakinApp: Sendable {
         await services.appStoreJobs.worker.stop()
         await services.webhooks.stop()
         await services.externalPurchases.reporter.stop()
+        await services.businessMetrics.worker.stop()
         await recentErrorFlusher.stop()
         await flushRecentErrors()
     }

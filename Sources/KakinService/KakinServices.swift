@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreSecurity
 import KakinCore
 import KakinEvents
+import KakinMetrics
 import KakinStorage
 
 /// Kakin's use cases, built once over the store, the verifier and the clocks. The HTTP routes, the support desk,
@@ -20,10 +21,14 @@ public final class KakinServices: Sendable {
         public var events: EventsSettings
         /// How the webhook worker works (timeouts, slots, retries); tests shorten them.
         public var webhookOptions: WebhookDeliveryWorker.Options
+        /// Business numbers' rate table (`exchangeRates`; nil: amounts stay per currency).
+        public var exchangeRates: ExchangeRates? = nil
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     appReceiptRootsDER: [[UInt8]]? = nil, notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax,
-                    events: EventsSettings = EventsSettings(), webhookOptions: WebhookDeliveryWorker.Options = WebhookDeliveryWorker.Options()) {
+                    events: EventsSettings = EventsSettings(), webhookOptions: WebhookDeliveryWorker.Options = WebhookDeliveryWorker.Options(),
+                    exchangeRates: ExchangeRates? = nil) {
+            self.exchangeRates = exchangeRates
             self.apps = apps
             self.wallet = wallet
             self.transferPolicy = transferPolicy
@@ -63,6 +68,8 @@ public final class KakinServices: Sendable {
     public let apple2026: Apple2026Ingest
     /// Purchases outside the App Store (the web, Stripe) and Apple's external purchase tokens and reports.
     public let externalPurchases: ExternalPurchases
+    /// Business numbers: rollups, overview, series, rebuild (`docs/metrics.md`).
+    public let businessMetrics: BusinessMetrics
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -116,6 +123,8 @@ public final class KakinServices: Sendable {
         offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
         retentionMessages = RetentionMessages(store: store, verifier: verifier, access: access, apps: apps, catalog: merged,
                                               clock: clock, metrics: metrics, logger: logger)
+        businessMetrics = BusinessMetrics(store: store, settings: .from(apps: settings.apps, exchangeRates: settings.exchangeRates), clock: clock,
+                                          logger: logger)
     }
 
     /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless

@@ -66,6 +66,10 @@ enum Stylesheet {
         ul.hits li:first-child { border-top: 0; }
         .kind { font-size: 12px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); }
         .big { font-size: 28px; font-weight: 700; font-variant-numeric: tabular-nums; }
+        .grid.metrics { grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); margin-bottom: 16px; }
+        .grid.charts { grid-template-columns: repeat(auto-fill, minmax(min(420px, 100%), 1fr)); margin-bottom: 16px; }
+        section.metric .big { font-size: 22px; }
+        svg.chart { width: 100%; height: auto; display: block; }
         .pager { display: flex; justify-content: flex-end; gap: 12px; margin-top: 8px; font-size: 14px; }
         @media (max-width: 600px) {
           main { padding: 10px; }

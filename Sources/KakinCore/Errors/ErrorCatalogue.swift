@@ -121,6 +121,11 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case webhookNotFound
     case invalidEventQuery
     case invalidReplayRequest
+    // 9150…9199: business numbers and export
+    case invalidMetricsQuery
+    case unknownMetric
+    case noExchangeRate
+    case exportFailed
 
     public var id: String {
         switch self {
@@ -230,6 +235,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .webhookNotFound: return "KKN-9100"
         case .invalidEventQuery: return "KKN-9101"
         case .invalidReplayRequest: return "KKN-9102"
+        case .invalidMetricsQuery: return "KKN-9150"
+        case .unknownMetric: return "KKN-9151"
+        case .noExchangeRate: return "KKN-9152"
+        case .exportFailed: return "KKN-9153"
         }
     }
 
@@ -334,6 +343,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .subscriptionNotFound: return "subscription_not_found"
         case .webhookNotFound: return "webhook_not_found"
         case .invalidEventQuery, .invalidReplayRequest: return "invalid_request"
+        case .invalidMetricsQuery: return "invalid_request"
+        case .unknownMetric: return "not_found"
+        case .noExchangeRate: return "no_exchange_rate"
+        case .exportFailed: return "export_failed"
         }
     }
 
@@ -390,6 +403,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .backupFailed: return 500
         case .webhookNotFound: return 404
         case .invalidEventQuery, .invalidReplayRequest: return 400
+        case .invalidMetricsQuery: return 400
+        case .unknownMetric: return 404
+        case .noExchangeRate: return 422
+        case .exportFailed: return 500
         }
     }
 
@@ -502,6 +519,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .webhookNotFound: return "No webhook endpoint with this ID is configured (events.webhooks)."
         case .invalidEventQuery: return "The event feed takes limit 1 to 500, afterSequence a whole number of 0 or more, and types as event type names or prefixes ending in .* (or *), separated by commas."
         case .invalidReplayRequest: return "A replay takes eventIds (1 to 1,000 event IDs) or since (an RFC 3339 time), not both."
+        case .invalidMetricsQuery: return "Metrics take from and to as dates YYYY-MM-DD (from not after to, at most 3,660 days), interval day, week or month (at most 1,000 points), and a configured bundleId."
+        case .unknownMetric: return "No metric has this name (activeSubscriptions, activeTrials, newSubscriptions, trialConversions, churned, mrr, revenue, refunds, coins)."
+        case .noExchangeRate: return "A reporting currency needs exchangeRates in the configuration with a rate for it and for every currency counted."
+        case .exportFailed: return "The export could not be written; no partial file was left in place."
         }
     }
 }

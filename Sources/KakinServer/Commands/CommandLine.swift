@@ -100,6 +100,9 @@ public enum KakinCommand {
           kakin events replay --webhook ID (--since TIME | --event ID…) [--config kakin.json] [--database URL]
                                     send an endpoint's events again (back to pending with a fresh retry budget)
           kakin errors [--markdown] print the error catalogue
+          kakin export --to DIR [--since TIME] [--format csv|jsonl]
+                                    transactions, ledger, events and customers for a warehouse (docs/export.md)
+          kakin report rebuild      recompute the business numbers from the facts and compare (docs/metrics.md)
           kakin app --server URL --customer ID --state DIR <launch|buy PRODUCT [--offer ID] [--fail-at payment|send|finish]|unfinished|restore|status|wallet> [--json]
                                     a command-line app on KakinKit and the simulator: replay the app-side flows
           kakin <command> --help    usage of one command
@@ -129,6 +132,8 @@ public enum KakinCommand {
             return await ReportCommand.run(arguments: rest)
         case "backup":
             return await BackupCommand.run(arguments: rest)
+        case "export":
+            return await ExportCommand.run(arguments: rest)
         case "events":
             return await EventsCommand.run(arguments: rest)
         case "simulator":

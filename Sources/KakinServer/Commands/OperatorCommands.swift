@@ -12,6 +12,7 @@ import KakinStorage
 enum ReportCommand {
     static let usage = """
         usage: kakin report unused-balance --as-of YYYY-MM-DD [--format json|csv] [--config kakin.json] [--database URL]
+               kakin report rebuild [--config kakin.json] [--database URL]
           Unused paid coins at the end of that day in each app's reporting time zone, valued at what customers paid
           (first in, first out per customer; free coins never count). json: totals per app, currency and source
           (appStore, or the provider of coins sold outside the App Store); csv: one line per customer
@@ -37,6 +38,7 @@ enum ReportCommand {
             FileDescriptorOutput.writeAll(output, Array((usage + "\n").utf8))
             return 0
         }
+        if args.positionals == ["rebuild"] { return await ReportRebuildCommand.run(args, output: output, errorOutput: errorOutput) }
         guard args.positionals == ["unused-balance"], let asOf = args.last("as-of") else { return fail("\n" + usage, 2) }
         guard Timestamp.parseDate(asOf) != nil else { return fail("--as-of must be a date YYYY-MM-DD", 2) }
         let format = args.last("format") ?? "json"

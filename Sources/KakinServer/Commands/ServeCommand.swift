@@ -116,6 +116,7 @@ public final class KakinRuntime: Sendable {
             settings.webhookOptions = options.webhookOptions
             config.events?.delivery?.apply(to: &settings.webhookOptions)
             settings.webhookSender = options.webhookSender
+            settings.exchangeRates = config.exchangeRates
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
                                extraRoutes: options.extraRoutes)

@@ -1,6 +1,7 @@
 import Foundation
 import KakinAdmin
 import KakinCore
+import KakinMetrics
 import KakinEvents
 import KakinService
 import KakinPostgreSQL
@@ -63,6 +64,8 @@ public struct Configuration: Sendable {
     public var appReceiptRootsDER: [[UInt8]]?
     /// Events out (`events`): webhook endpoints and retention; nil = none configured (the feed still answers).
     public var events: EventsSettings?
+    /// Business numbers' rate table (`Configuration+Metrics.swift`).
+    public var exchangeRates: ExchangeRates?
 
     public init() {}
 
@@ -87,7 +90,7 @@ public struct Configuration: Sendable {
 
     public static func parse(_ json: JSONValue, baseDirectory: String, environment: [String: String]) throws(ConfigurationError) -> Configuration {
         let o = try StrictObject(json, path: "")
-        try o.check(allowedKeys: topKeys)
+        try o.check(allowedKeys: topKeys.union(metricsTopKeys))
         var c = Configuration()
         if let listen = try o.object("listen") {
             try listen.check(allowedKeys: ["host", "port"])
@@ -175,13 +178,14 @@ public struct Configuration: Sendable {
         try resolveExternal(&c, environment: environment)
         c.events = try parseEvents(o, environment: environment)
         try validateApple2026(c)
+        c.exchangeRates = try parseExchangeRates(o)
         return c
     }
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
         try a.check(allowedKeys: Set(["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
-                                      "reportingTimeZone"]).union(externalAppKeys).union(Apple2026AppSettings.appKeys))
+                                      "reportingTimeZone"]).union(externalAppKeys).union(Apple2026AppSettings.appKeys).union(metricsAppKeys))
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)
         var envs: Set<AppStoreEnvironment> = [.production]
@@ -236,6 +240,7 @@ public struct Configuration: Sendable {
                       reportingTimeZone: zone)
         app.consumptionInformation = try parseConsumptionInformation(a)
         app.external = try parseExternal(a)
+        app.commissionRate = try parseCommissionRate(a)
         return app
     }
 

@@ -11,6 +11,7 @@ extension KakinApp {
             return .json(["status": "ready"], status: 200)
         }
         r.add("GET", "/metrics", .open) { [unowned self] _ in await metricsResponse() }
+        registerMetricsRoutes(&r)  // business numbers (MetricsRoutes.swift)
 
         // Customers, purchases, restore (PurchaseRoutes.swift)
         r.add("GET", "/v1/customers/{customerId}", .customer) { [unowned self] c throws(KakinError) in

@@ -54,7 +54,7 @@ extension KakinApp {
         sampled.inbox = try? await store.inboxDepth()
         sampled.database = databaseFigures()
         sampled.recentErrorsDropped = desk.errors.droppedCount
-        return metrics.prometheusText(sampled) + postgresMetricsText() + (await webhookMetricsText())
+        return metrics.prometheusText(sampled) + postgresMetricsText() + (await webhookMetricsText()) + (await businessMetricsText())
     }
 
     /// Writes the buffered errors (the background loop's pass; also run at shutdown).

@@ -20,6 +20,8 @@ public struct AppSettings: Sendable {
     public var external = ExternalPurchasesConfiguration()
     /// Apple's 2026 additions: `retentionMessaging`, `serverFinish` (`Apple2026/Apple2026Settings.swift`).
     public var apple2026 = Apple2026AppSettings()
+    /// Business numbers: Apple's commission on this app's sales, 0…1 (`commissionRate`; proceeds = net × (1 − rate)).
+    public var commissionRate: Double = 0.30
 
     public init(bundleId: String, appAppleId: Int64?, environments: Set<AppStoreEnvironment>, catalog: Catalog,
                 offerRules: [String: OfferRule] = [:], reportingTimeZone: String = AppSettings.defaultReportingTimeZone) {

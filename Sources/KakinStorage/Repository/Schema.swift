@@ -310,6 +310,7 @@ enum Schema {
         statusViewsMigration,
         externalMigration,
         apple2026Migration,
+        metricsMigration,
         consumableInputsMigration,
     ]
 }

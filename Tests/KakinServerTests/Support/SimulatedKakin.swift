@@ -19,7 +19,7 @@ final class SimulatedKakin: Sendable {
     static let start2026 = Timestamp.parseRFC3339("2026-01-01T00:00:00Z")!
 
     static func start(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
-                      consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
+                      consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil, database: Configuration.Database? = nil,
                       apple2026: Apple2026AppSettings = Apple2026AppSettings(),
                       deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                       configure: (inout Configuration) -> Void = { _ in },
@@ -28,7 +28,7 @@ final class SimulatedKakin: Sendable {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var config = Configuration()
         config.port = 0
-        config.database = .sqlite(path: dir.appendingPathComponent("kakin.db").path)
+        config.database = database ?? .sqlite(path: dir.appendingPathComponent("kakin.db").path)
         config.apps = [Configuration.App(bundleId: Catalog.demoBundleId, appAppleId: Catalog.demoAppAppleId, environments: [.sandbox],
                                          catalog: catalog, offerRules: Dictionary(offerRules.map { ($0.offerId, $0) }, uniquingKeysWith: { $1 }))]
         config.apps[0].consumptionInformation = consumption
@@ -48,14 +48,14 @@ final class SimulatedKakin: Sendable {
     }
 
     static func with(catalog: Catalog = .demo, gracePeriodDays: Int? = nil, ids: (any IDGenerator)? = nil, offerRules: [OfferRule] = [],
-                     consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil,
+                     consumption: ConsumptionInformationPolicy? = nil, auth: Configuration.Auth? = nil, database: Configuration.Database? = nil,
                      apple2026: Apple2026AppSettings = Apple2026AppSettings(),
                      deliveries: @escaping (any NotificationSink) -> any NotificationSink = { $0 },
                      configure: (inout Configuration) -> Void = { _ in },
                      configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in },
                      _ body: (SimulatedKakin) async throws -> Void) async throws {
         try await using(try await start(catalog: catalog, gracePeriodDays: gracePeriodDays, ids: ids, offerRules: offerRules,
-                                        consumption: consumption, auth: auth, apple2026: apple2026, deliveries: deliveries,
+                                        consumption: consumption, auth: auth, database: database, apple2026: apple2026, deliveries: deliveries,
                                         configure: configure, configureRuntime: configureRuntime),
                         stop: { await $0.stop() }, body)
     }

@@ -1,0 +1,80 @@
+import KakinCore
+
+/// One ledger entry as the numbers read it.
+public struct LedgerFact: Sendable, Hashable {
+    /// `LedgerEntryKind`'s raw value (`purchase`, `spend`, `grant`, `refund`, `refundReversed`, `adjustment`).
+    public var kind: String
+    public var paidDelta: Int64
+    public var freeDelta: Int64
+    /// When it was written (Kakin's clock).
+    public var atMs: Int64
+
+    public init(kind: String, paidDelta: Int64, freeDelta: Int64, atMs: Int64) {
+        self.kind = kind
+        self.paidDelta = paidDelta
+        self.freeDelta = freeDelta
+        self.atMs = atMs
+    }
+}
+
+/// Every fact about one customer the numbers are made of: its stored transactions (the newest signed copy of each,
+/// consumables included), the newest renewal info of each of its subscriptions, and its ledger entries.
+public struct CustomerFacts: Sendable {
+    public var customerId: String
+    public var transactions: [TransactionPayload]
+    public var renewalInfos: [RenewalInfoPayload]
+    public var ledger: [LedgerFact]
+
+    public init(customerId: String, transactions: [TransactionPayload] = [], renewalInfos: [RenewalInfoPayload] = [],
+                ledger: [LedgerFact] = []) {
+        self.customerId = customerId
+        self.transactions = transactions
+        self.renewalInfos = renewalInfos
+        self.ledger = ledger
+    }
+}
+
+/// One app's settings as the numbers read them.
+public struct AppMetricsSettings: Sendable {
+    public var bundleId: String
+    /// Days are this zone's dates (`reportingTimeZone`).
+    public var calendar: any ReportingCalendar
+    /// Apple's commission, 0…1 (`commissionRate`; 0.30 standard, 0.15 for the Small Business Program).
+    public var commissionRate: Double
+    /// The environments whose facts count: Production when the app accepts it, else every environment it accepts
+    /// (a test or local-mode app), so sandbox purchases never inflate a production app's revenue.
+    public var environments: Set<AppStoreEnvironment>
+    /// Each auto-renewable product's billing period (from the catalog), to normalise MRR to a month.
+    public var periods: [String: ISOPeriod]
+
+    public init(bundleId: String, calendar: any ReportingCalendar, commissionRate: Double = 0.30,
+                environments: Set<AppStoreEnvironment>, periods: [String: ISOPeriod] = [:]) {
+        precondition((0...1).contains(commissionRate), "a commission rate is 0…1")
+        self.bundleId = bundleId
+        self.calendar = calendar
+        self.commissionRate = commissionRate
+        self.environments = environments.contains(.production) ? [.production] : environments
+        self.periods = periods
+    }
+}
+
+/// Every app's settings, the zone of coin figures (wallets span apps) and the optional exchange-rate table.
+public struct MetricsSettings: Sendable {
+    public var apps: [String: AppMetricsSettings]
+    /// Coin figures are not an app's: their days are this zone's (the apps' shared zone, else the first app's).
+    public var coinCalendar: any ReportingCalendar
+    public var exchangeRates: ExchangeRates?
+
+    public init(apps: [AppMetricsSettings], coinCalendar: (any ReportingCalendar)? = nil, exchangeRates: ExchangeRates? = nil) {
+        self.apps = Dictionary(apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { a, _ in a })
+        self.coinCalendar = coinCalendar ?? apps.first?.calendar ?? FixedOffsetCalendar()
+        self.exchangeRates = exchangeRates
+    }
+
+    /// The zone the answer is in: the filtered app's, else the one every app shares, else `per-app`.
+    public func timeZone(bundleId: String?) -> String {
+        if let bundleId, let app = apps[bundleId] { return app.calendar.identifier }
+        let zones = Set(apps.values.map(\.calendar.identifier))
+        return zones.count == 1 ? zones.first! : (zones.isEmpty ? coinCalendar.identifier : "per-app")
+    }
+}

@@ -1,0 +1,262 @@
+import KakinCore
+import KakinMetrics
+import KakinStorage
+
+extension MetricsSettings {
+    /// The numbers' settings from the apps' (zone, commission, environments, catalog periods) and the rate table.
+    public static func from(apps: [AppSettings], exchangeRates: ExchangeRates?) -> MetricsSettings {
+        var calendars: [String: any ReportingCalendar] = [:]
+        func calendar(_ zone: String) -> any ReportingCalendar {
+            if let c = calendars[zone] { return c }
+            let c: any ReportingCalendar = ZoneDays(identifier: zone) ?? FixedOffsetCalendar()
+            calendars[zone] = c
+            return c
+        }
+        let list = apps.map { app in
+            AppMetricsSettings(bundleId: app.bundleId, calendar: calendar(app.reportingTimeZone), commissionRate: app.commissionRate,
+                               environments: app.environments,
+                               periods: Dictionary(app.catalog.sortedProducts.compactMap { p in p.period.map { (p.productId, $0) } },
+                                                   uniquingKeysWith: { a, _ in a }))
+        }
+        let zones = Set(apps.map(\.reportingTimeZone))
+        let coinZone = zones.count == 1 ? zones.first! : (apps.first?.reportingTimeZone ?? AppSettings.defaultReportingTimeZone)
+        return MetricsSettings(apps: list, coinCalendar: calendar(coinZone), exchangeRates: exchangeRates)
+    }
+}
+
+/// Business numbers (`docs/metrics.md`): the daily rollups kept up from the facts, the overview and series read from
+/// them, and the rebuild that recomputes them from the facts.
+///
+/// Kept up by a worker that reads the events outbox past its cursor (every change a customer sees appends an event in
+/// the change's own write), recomputes each customer named there from its stored facts (`Contributions.of`, pure),
+/// and, in ONE write, applies the difference from the customer's stored share to `metric_days`, stores the new share
+/// and moves the cursor. A re-run, a crash between passes or two processes doing the same pass cannot count twice:
+/// the rollups are always the sum of the stored shares, and each share is what the facts say.
+public final class BusinessMetrics: Sendable {
+    public let store: KakinStore
+    public let settings: MetricsSettings
+    let clock: any Clock
+    let logger: Logger
+    /// The rollup worker's loop (polls; a pass catches up to the end of the feed).
+    public let worker: BackgroundLoop
+    /// Events read per write.
+    public static let eventsPerPass = 500
+    /// Range limits: 3,660 days, 1,000 points.
+    public static let daysMax: Int64 = 3_660
+    public static let pointsMax = 1_000
+
+    public init(store: KakinStore, settings: MetricsSettings, clock: any Clock, logger: Logger,
+                worker: BackgroundLoop = BackgroundLoop(pollIntervalMs: 2_000)) {
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        self.worker = worker
+    }
+
+    static func facts(_ stored: StoredMetricFacts) -> CustomerFacts {
+        CustomerFacts(customerId: stored.customerId, transactions: stored.transactions, renewalInfos: stored.renewalInfos,
+                      ledger: stored.ledger.map { LedgerFact(kind: $0.kind, paidDelta: $0.paidDelta, freeDelta: $0.freeDelta, atMs: $0.atMs) })
+    }
+
+    static func cells(_ c: Contribution) -> [MetricCell] {
+        c.cells.keys.sorted().map { k in
+            MetricCell(metric: k.metric, bundleId: k.bundleId, productId: k.productId, currency: k.currency, day: k.day, value: c.cells[k]!)
+        }
+    }
+
+    // MARK: Keeping up
+
+    /// One pass: the customers of the next events past the cursor recomputed from their facts, read on ONE snapshot
+    /// (so the ingest's writes never conflict with the reading: no SERIALIZABLE read locks on its tables); then ONE
+    /// write that moves the cursor from where it was read (a compare-and-set: another pass that moved it first wins and
+    /// this one writes nothing) and the rollups by each share's difference from the stored share. A fact committed
+    /// after the snapshot has its event after the cursor handed out, so its customer is recomputed by a later pass.
+    /// Answers the events read (0: caught up).
+    @discardableResult
+    public func step() async throws(KakinError) -> Int {
+        let settings = settings
+        let (cursor, next, events, shares) = try await store.snapshot { r -> (EventFeedCursor, EventFeedCursor, Int, [(String, Contribution)]) in
+            let cursor = try r.metricsCursor()
+            let (customers, next, events) = try r.customersWithEvents(after: cursor, limit: Self.eventsPerPass)
+            var shares: [(String, Contribution)] = []
+            var start = 0
+            while start < customers.count {
+                let page = Array(customers[start..<min(customers.count, start + KakinStore.metricFactsCustomersMax)])
+                for facts in try r.metricFacts(customerIds: page) {
+                    shares.append((facts.customerId, Contributions.of(Self.facts(facts), settings: settings)))
+                }
+                start += page.count
+            }
+            return (cursor, next, events, shares)
+        }
+        guard events > 0 else { return 0 }
+        try await store.transaction { r in
+            guard try r.moveMetricsCursor(from: cursor, to: next) else { return }
+            try Self.apply(shares, r)
+        }
+        return events
+    }
+
+    /// Moves the rollups by each share's difference from the stored one and stores the shares (inside a write).
+    static func apply(_ shares: [(String, Contribution)], _ r: Records) throws {
+        var start = 0
+        while start < shares.count {
+            let page = Array(shares[start..<min(shares.count, start + KakinStore.metricFactsCustomersMax)])
+            let stored = try r.metricContributions(customerIds: page.map(\.0))
+            for (customerId, share) in page {
+                var old = Contribution()
+                if let text = stored[customerId] {
+                    guard let parsed = Contribution(json: text) else { preconditionFailure("a stored share is always readable") }
+                    old = parsed
+                }
+                let delta = share.minus(old)
+                guard !delta.isEmpty else { continue }
+                try r.addToMetricDays(cells(delta))
+                try r.setMetricContribution(customerId: customerId, cells: share.isEmpty ? nil : share.json)
+            }
+            start += page.count
+        }
+    }
+
+    /// Steps until the cursor reaches the end of the feed (the worker's pass; tests call it to be current).
+    public func catchUp() async throws(KakinError) {
+        while try await step() > 0 {}
+    }
+
+    /// The worker's pass: catch up, logging a failure (the next pass tries again from the same cursor).
+    public func processDue() async {
+        do {
+            try await catchUp()
+        } catch {
+            logger.log(.error, "business numbers: catching up failed", ["error.detail": .string(error.description)])
+        }
+    }
+
+    // MARK: Rebuild
+
+    public struct RebuildResult: Sendable, Hashable {
+        public var customers: Int
+        /// Rollup cells recomputed from the facts.
+        public var cells: Int
+        /// Cells whose stored value differed (0: the incremental rollups were exactly what the facts say).
+        public var differing: Int
+        public var sample: [String]
+    }
+
+    /// Recomputes every customer's share and the rollups from the facts alone, compares them with what is stored, and
+    /// replaces what is stored, all in one write (the cursor moves to the end of the feed in it). Ingest waits for it
+    /// on SQLite; on PostgreSQL a conflicting write makes it run again.
+    public func rebuild() async throws(KakinError) -> RebuildResult {
+        let settings = settings
+        return try await store.transaction { r in
+            var total = Contribution()
+            var shares: [(customerId: String, cells: String)] = []
+            var after: String?
+            var customers = 0
+            while true {
+                let page = try r.customerIds(after: after, limit: KakinStore.metricFactsCustomersMax)
+                guard let last = page.last else { break }
+                for facts in try r.metricFacts(customerIds: page) {
+                    let share = Contributions.of(Self.facts(facts), settings: settings)
+                    total.add(share)
+                    if !share.isEmpty { shares.append((facts.customerId, share.json)) }
+                }
+                customers += page.count
+                after = last
+            }
+            var stored = Contribution()
+            for c in try r.allMetricDays() {
+                stored.add(RollupKey(metric: c.metric, bundleId: c.bundleId, productId: c.productId, currency: c.currency, day: c.day), c.value)
+            }
+            let diff = total.minus(stored)
+            let sample = diff.cells.keys.sorted().prefix(5).map { k in
+                "\(k.metric) \(k.bundleId) \(k.productId) \(k.currency) \(CivilDay.string(k.day)): stored \(stored.cells[k] ?? 0), facts \(total.cells[k] ?? 0)"
+            }
+            try r.replaceMetrics(days: Self.cells(total), contributions: shares)
+            try r.setMetricsCursor(try r.eventFeedEnd())
+            return RebuildResult(customers: customers, cells: total.cells.count, differing: diff.cells.count, sample: Array(sample))
+        }
+    }
+
+    // MARK: Reading
+
+    /// Checks a range and a filter; answers the day numbers.
+    public func days(from: String, to: String, bundleId: String?) throws(KakinError) -> (Int64, Int64) {
+        guard let a = CivilDay.parse(from), let b = CivilDay.parse(to), a <= b, b - a < Self.daysMax else {
+            throw KakinError(.invalidMetricsQuery)
+        }
+        if let bundleId, settings.apps[bundleId] == nil { throw KakinError(.invalidMetricsQuery, "No app with this bundleId is configured.") }
+        return (a, b)
+    }
+
+    static let levels = Metric.allCases.filter(\.isLevel).map(\.rawValue)
+    static let flows = Metric.allCases.filter { !$0.isLevel }.map(\.rawValue)
+
+    static func sums(_ cells: [MetricCell]) -> RollupSums {
+        var s = RollupSums()
+        for c in cells { s.add(RollupSums.Key(metric: c.metric, bundleId: c.bundleId, productId: c.productId, currency: c.currency), c.value) }
+        return s
+    }
+
+    /// `GET /v1/admin/metrics/overview` (a product filter is the desk's).
+    public func overview(from: String, to: String, filter: MetricsFilter) async throws(KakinError) -> Overview {
+        let (a, b) = try days(from: from, to: to, bundleId: filter.bundleId)
+        let (before, end, flows) = try await store.metricOverviewSums(levels: Self.levels, flows: Self.flows, fromDay: a, toDay: b)
+        do {
+            return try OverviewBuilder.build(OverviewInputs(levelsBefore: Self.sums(before), levelsAtEnd: Self.sums(end), flows: Self.sums(flows)),
+                                             fromDay: a, toDay: b, filter: filter, settings: settings)
+        } catch {
+            throw Self.error(error)
+        }
+    }
+
+    /// `GET /v1/admin/metrics/{name}`.
+    public func series(name: String, interval: MetricsInterval, from: String, to: String, filter: MetricsFilter) async throws(KakinError) -> JSONValue {
+        guard Overview.names.contains(name) else { throw KakinError(.unknownMetric) }
+        let (a, b) = try days(from: from, to: to, bundleId: filter.bundleId)
+        guard interval.buckets(fromDay: a, toDay: b).count <= Self.pointsMax else {
+            throw KakinError(.invalidMetricsQuery, "At most \(Self.pointsMax) points: choose a longer interval or a shorter range.")
+        }
+        let (before, cells) = try await store.metricSeriesCells(levels: Self.levels, fromDay: a, toDay: b)
+        var days: [RollupKey: Int64] = [:]
+        for c in cells {
+            days[RollupKey(metric: c.metric, bundleId: c.bundleId, productId: c.productId, currency: c.currency, day: c.day), default: 0] += c.value
+        }
+        do {
+            return try SeriesBuilder.build(name: name, interval: interval, fromDay: a, toDay: b, levelsBefore: Self.sums(before), days: days,
+                                           filter: filter, settings: settings)
+        } catch {
+            throw Self.error(error)
+        }
+    }
+
+    static func error(_ e: MetricsQueryError) -> KakinError {
+        switch e {
+        case .noExchangeRate(let c): return KakinError(.noExchangeRate, "No exchange rate for \(c): add it to exchangeRates.rates.")
+        }
+    }
+
+    /// The level numbers at the end of today (the coin zone's date): what `/metrics` shows as gauges.
+    public struct Gauges: Sendable, Hashable {
+        /// Active subscriptions (trials and grace included) by app and product.
+        public var activeSubscriptions: [String: [String: Int64]]
+        public var activeTrials: [String: Int64]
+        public var outstandingPaidCoins: Int64
+    }
+
+    public func gauges() async throws(KakinError) -> Gauges {
+        let today = settings.coinCalendar.day(ofMs: clock.nowMs())
+        let cells = try await store.metricLevels([Metric.active.rawValue, Metric.activeTrials.rawValue, Metric.paidCoins.rawValue], upToDay: today)
+        var g = Gauges(activeSubscriptions: [:], activeTrials: [:], outstandingPaidCoins: 0)
+        for c in cells {
+            switch Metric(rawValue: c.metric) {
+            case .active?: g.activeSubscriptions[c.bundleId, default: [:]][c.productId, default: 0] += c.value
+            case .activeTrials?: g.activeTrials[c.bundleId, default: 0] += c.value
+            case .paidCoins?: g.outstandingPaidCoins += c.value
+            default: break
+            }
+        }
+        return g
+    }
+}

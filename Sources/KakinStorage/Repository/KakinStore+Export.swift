@@ -1,0 +1,131 @@
+import KakinCore
+
+/// What `kakin export` writes (`docs/export.md`): four tables, each with stable columns, selected by the time each row
+/// was last written (`--since` ≤ time < the run's `until`), read in pages by a unique key.
+public enum ExportTable: String, Sendable, CaseIterable {
+    case transactions, ledger, events, customers
+
+    /// The columns, in file order (CSV header, JSON lines keys). Never reordered or renamed; new ones go at the end.
+    public var columns: [String] {
+        switch self {
+        case .transactions:
+            return ["transactionId", "originalTransactionId", "customerId", "bundleId", "productId", "productType", "environment",
+                    "purchaseDate", "expiresDate", "revocationDate", "revocationType", "price", "currency", "quantity", "offerType",
+                    "offerDiscountType", "transactionReason", "ownership", "isUpgraded", "storefront", "firstSeenAt", "updatedAt"]
+        case .ledger:
+            return ["entryId", "seq", "customerId", "at", "kind", "paidDelta", "freeDelta", "paidAfter", "freeAfter", "reference", "item",
+                    "recipient", "priceMilli", "currency"]
+        case .events:
+            return ["eventId", "customerId", "sequence", "type", "createdAt", "environment", "bundleId", "payload"]
+        case .customers:
+            return ["customerId", "appAccountToken", "createdAt"]
+        }
+    }
+
+    /// The row's unique key column (pages follow it) and the time column `--since` selects on.
+    var keyColumn: String {
+        switch self {
+        case .transactions: return "transaction_id"
+        case .ledger: return "seq"
+        case .events: return "feed_pos"
+        case .customers: return "customer_id"
+        }
+    }
+
+    var timeColumn: String {
+        switch self {
+        case .transactions: return "updated_ms"
+        case .ledger: return "at_ms"
+        case .events: return "created_at_ms"
+        case .customers: return "created_at_ms"
+        }
+    }
+
+    var select: String {
+        switch self {
+        case .transactions:
+            return "SELECT transaction_id, customer_id, product_type, first_seen_ms, updated_ms, COALESCE(status_json, jws) AS payload FROM transactions"
+        case .ledger:
+            return """
+                SELECT seq, entry_id, customer_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after, reference, item, recipient,
+                    price_milli, currency FROM ledger_entries
+                """
+        case .events:
+            return "SELECT feed_pos, event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload FROM outbox_events"
+        case .customers:
+            return "SELECT customer_id, app_account_token, created_at_ms FROM customers"
+        }
+    }
+}
+
+/// One exported row: its page key and its values by column.
+public struct ExportRow: Sendable {
+    public var key: String
+    public var values: [String: JSONValue]
+}
+
+extension KakinStore {
+    public static let exportPageRowsMax = 2_000
+
+    /// Rows of `table` written in `[sinceMs, untilMs)`, after `afterKey` in key order, at most `limit`.
+    public func exportPage(_ table: ExportTable, sinceMs: Int64, untilMs: Int64, afterKey: String?, limit: Int) async throws(KakinError) -> [ExportRow] {
+        precondition((1...Self.exportPageRowsMax).contains(limit), "export pages are 1...\(Self.exportPageRowsMax) rows")
+        return try await read { db in
+            let numericKey = table == .ledger || table == .events
+            var parameters: [SQLValue] = [.integer(sinceMs), .integer(untilMs)]
+            var after = ""
+            if let afterKey {
+                after = " AND \(table.keyColumn) > ?"
+                parameters.append(numericKey ? .integer(Int64(afterKey) ?? 0) : .text(afterKey))
+            }
+            parameters.append(.integer(Int64(limit)))
+            let rows = try db.query("""
+                \(table.select) WHERE \(table.timeColumn) >= ? AND \(table.timeColumn) < ?\(after) ORDER BY \(table.keyColumn) LIMIT ?
+                """, parameters)
+            return rows.map { Self.exportRow(table, $0) }
+        }
+    }
+
+    static func exportRow(_ table: ExportTable, _ r: SQLRow) -> ExportRow {
+        func text(_ c: String) -> JSONValue { r.string(c).map(JSONValue.string) ?? .null }
+        func int(_ c: String) -> JSONValue { r.int(c).map(JSONValue.int) ?? .null }
+        func time(_ c: String) -> JSONValue { r.int(c).map { .string(Timestamp.rfc3339($0)) } ?? .null }
+        switch table {
+        case .transactions:
+            let t = r.string("payload").flatMap(StoredStatusFields.transaction)
+            func ms(_ v: Int64?) -> JSONValue { v.map { .string(Timestamp.rfc3339($0)) } ?? .null }
+            let values: [String: JSONValue] = [
+                "transactionId": text("transaction_id"), "originalTransactionId": t.map { .string($0.originalTransactionId) } ?? .null,
+                "customerId": text("customer_id"), "bundleId": t.map { .string($0.bundleId) } ?? .null,
+                "productId": t.map { .string($0.productId) } ?? .null, "productType": text("product_type"),
+                "environment": t.map { .string($0.environment.rawValue) } ?? .null, "purchaseDate": ms(t?.purchaseDate),
+                "expiresDate": ms(t?.expiresDate), "revocationDate": ms(t?.revocationDate),
+                "revocationType": t?.revocationType.map { .string($0.rawValue) } ?? .null, "price": t?.price.map(JSONValue.int) ?? .null,
+                "currency": t?.currency.map(JSONValue.string) ?? .null, "quantity": t.map { .int(Int64($0.quantity)) } ?? .null,
+                "offerType": t?.offerType.map { .int(Int64($0.rawValue)) } ?? .null,
+                "offerDiscountType": t?.offerDiscountType.map { .string($0.rawValue) } ?? .null,
+                "transactionReason": t?.transactionReason.map { .string($0.rawValue) } ?? .null,
+                "ownership": t.map { .string($0.inAppOwnershipType.rawValue) } ?? .null, "isUpgraded": t.map { .bool($0.isUpgraded) } ?? .null,
+                "storefront": t?.storefront.map(JSONValue.string) ?? .null, "firstSeenAt": time("first_seen_ms"), "updatedAt": time("updated_ms"),
+            ]
+            return ExportRow(key: r.string("transaction_id") ?? "", values: values)
+        case .ledger:
+            return ExportRow(key: String(r.int("seq") ?? 0), values: [
+                "entryId": text("entry_id"), "seq": int("seq"), "customerId": text("customer_id"), "at": time("at_ms"), "kind": text("kind"),
+                "paidDelta": int("paid_delta"), "freeDelta": int("free_delta"), "paidAfter": int("paid_after"), "freeAfter": int("free_after"),
+                "reference": text("reference"), "item": text("item"), "recipient": text("recipient"), "priceMilli": int("price_milli"),
+                "currency": text("currency"),
+            ])
+        case .events:
+            return ExportRow(key: String(r.int("feed_pos") ?? 0), values: [
+                "eventId": text("event_id"), "customerId": text("customer_id"), "sequence": int("sequence"), "type": text("event_type"),
+                "createdAt": time("created_at_ms"), "environment": text("environment"), "bundleId": text("bundle_id"),
+                "payload": r.string("payload").flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null,
+            ])
+        case .customers:
+            return ExportRow(key: r.string("customer_id") ?? "", values: [
+                "customerId": text("customer_id"), "appAccountToken": text("app_account_token"), "createdAt": time("created_at_ms"),
+            ])
+        }
+    }
+}

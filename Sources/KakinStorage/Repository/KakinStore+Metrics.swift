@@ -1,0 +1,234 @@
+import KakinCore
+
+/// One rollup cell as stored (`metric_days`): a metric for an app, a product and a currency on a local date.
+public struct MetricCell: Sendable, Hashable {
+    public var metric: String
+    public var bundleId: String
+    public var productId: String
+    public var currency: String
+    public var day: Int64
+    public var value: Int64
+
+    public init(metric: String, bundleId: String, productId: String, currency: String, day: Int64, value: Int64) {
+        self.metric = metric
+        self.bundleId = bundleId
+        self.productId = productId
+        self.currency = currency
+        self.day = day
+        self.value = value
+    }
+}
+
+/// One ledger entry as the numbers read it.
+public struct MetricLedgerRow: Sendable, Hashable {
+    public var kind: String
+    public var paidDelta: Int64
+    public var freeDelta: Int64
+    public var atMs: Int64
+}
+
+/// A customer's stored facts for the numbers: the newest copy of every transaction it owns (consumables too), the
+/// renewal info of each of its subscriptions, its ledger entries.
+public struct StoredMetricFacts: Sendable {
+    public var customerId: String
+    public var transactions: [TransactionPayload] = []
+    public var renewalInfos: [RenewalInfoPayload] = []
+    public var ledger: [MetricLedgerRow] = []
+}
+
+extension KakinStore {
+    /// Customers read per statement when facts are loaded in bulk.
+    public static let metricFactsCustomersMax = 500
+    static let metricsCursorName = "rollups"
+}
+
+extension Records {
+    // MARK: Facts
+
+    /// The facts of up to `metricFactsCustomersMax` customers (every one asked for is in the answer, possibly empty).
+    public func metricFacts(customerIds: [String]) throws -> [StoredMetricFacts] {
+        precondition(customerIds.count <= KakinStore.metricFactsCustomersMax, "at most \(KakinStore.metricFactsCustomersMax) customers per read")
+        guard !customerIds.isEmpty else { return [] }
+        var facts = Dictionary(uniqueKeysWithValues: customerIds.map { ($0, StoredMetricFacts(customerId: $0)) })
+        let list = Array(repeating: "?", count: customerIds.count).joined(separator: ", ")
+        let ids = customerIds.map { SQLValue.text($0) }
+        for r in try db.query("SELECT customer_id, COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id IN (\(list))", ids) {
+            guard let c = r.string("customer_id"), let t = r.string("payload").flatMap(StoredStatusFields.transaction) else { continue }
+            facts[c]?.transactions.append(t)
+        }
+        for r in try db.query("""
+            SELECT l.customer_id AS customer_id, COALESCE(r.status_json, r.jws) AS payload FROM renewal_infos r
+            JOIN original_links l ON l.original_transaction_id = r.original_transaction_id WHERE l.customer_id IN (\(list))
+            """, ids) {
+            guard let c = r.string("customer_id"), let info = r.string("payload").flatMap(StoredStatusFields.renewalInfo) else { continue }
+            facts[c]?.renewalInfos.append(info)
+        }
+        for r in try db.query("""
+            SELECT customer_id, kind, paid_delta, free_delta, at_ms FROM ledger_entries WHERE customer_id IN (\(list)) ORDER BY seq
+            """, ids) {
+            guard let c = r.string("customer_id") else { continue }
+            facts[c]?.ledger.append(MetricLedgerRow(kind: r.string("kind") ?? "", paidDelta: r.int("paid_delta") ?? 0,
+                                                    freeDelta: r.int("free_delta") ?? 0, atMs: r.int("at_ms") ?? 0))
+        }
+        return customerIds.map { facts[$0]! }
+    }
+
+    /// Customer IDs after `after` in ID order, at most `limit` (a rebuild's pages).
+    public func customerIds(after: String?, limit: Int) throws -> [String] {
+        try db.query("SELECT customer_id FROM customers WHERE customer_id > ? ORDER BY customer_id LIMIT ?",
+                     [.text(after ?? ""), .integer(Int64(limit))]).compactMap { $0.string("customer_id") }
+    }
+
+    // MARK: The outbox cursor
+
+    /// Where the rollup worker has read the events outbox to (the start before its first pass).
+    public func metricsCursor() throws -> EventFeedCursor {
+        guard let r = try db.queryOne("SELECT txid, feed_pos FROM metric_cursors WHERE name = ?", [.text(KakinStore.metricsCursorName)]) else {
+            return .start
+        }
+        return EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0)
+    }
+
+    public func setMetricsCursor(_ cursor: EventFeedCursor) throws {
+        try db.execute("""
+            INSERT INTO metric_cursors (name, txid, feed_pos, updated_at_ms) VALUES (?, ?, ?, ?)
+            ON CONFLICT (name) DO UPDATE SET txid = excluded.txid, feed_pos = excluded.feed_pos, updated_at_ms = excluded.updated_at_ms
+            """, [.text(KakinStore.metricsCursorName), .integer(cursor.txid), .integer(cursor.position), .integer(nowMs)])
+    }
+
+    /// Moves the cursor from `from` to `to` if it is still at `from` (a compare-and-set; false: another pass moved it).
+    /// Only rollup passes and rebuilds touch this row, so reading it in a write conflicts with no ingest.
+    public func moveMetricsCursor(from: EventFeedCursor, to: EventFeedCursor) throws -> Bool {
+        guard try metricsCursor() == from else { return false }
+        try setMetricsCursor(to)
+        return true
+    }
+
+    /// The customers of the events after `cursor` in feed order (only what no later commit can precede, as the feed
+    /// serves), at most `limit` events, and the cursor after the last one read.
+    public func customersWithEvents(after cursor: EventFeedCursor, limit: Int) throws -> (customers: [String], next: EventFeedCursor, events: Int) {
+        let rows = try db.query("""
+            SELECT txid, feed_pos, customer_id FROM outbox_events WHERE (txid, feed_pos) > (?, ?)\(KakinStore.feedVisibility(db))
+            ORDER BY txid, feed_pos LIMIT ?
+            """, [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(limit))])
+        var seen = Set<String>(), customers: [String] = []
+        for r in rows {
+            if let c = r.string("customer_id"), seen.insert(c).inserted { customers.append(c) }
+        }
+        let next = rows.last.map { EventFeedCursor(txid: $0.int("txid") ?? 0, position: $0.int("feed_pos") ?? 0) } ?? cursor
+        return (customers, next, rows.count)
+    }
+
+    /// The end of what the feed serves now (a rebuild's cursor).
+    public func eventFeedEnd() throws -> EventFeedCursor {
+        guard let r = try db.queryOne("""
+            SELECT txid, feed_pos FROM outbox_events WHERE 1 = 1\(KakinStore.feedVisibility(db)) ORDER BY txid DESC, feed_pos DESC LIMIT 1
+            """, []) else { return .start }
+        return EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0)
+    }
+
+    // MARK: Shares and rollups
+
+    /// The stored shares (`Contribution.json`) of these customers; absent = none yet.
+    public func metricContributions(customerIds: [String]) throws -> [String: String] {
+        guard !customerIds.isEmpty else { return [:] }
+        let list = Array(repeating: "?", count: customerIds.count).joined(separator: ", ")
+        var out: [String: String] = [:]
+        for r in try db.query("SELECT customer_id, cells FROM metric_contributions WHERE customer_id IN (\(list))", customerIds.map { .text($0) }) {
+            if let c = r.string("customer_id"), let cells = r.string("cells") { out[c] = cells }
+        }
+        return out
+    }
+
+    /// Stores a customer's share (nil: it counts nothing, the row goes).
+    public func setMetricContribution(customerId: String, cells: String?) throws {
+        guard let cells else {
+            try db.execute("DELETE FROM metric_contributions WHERE customer_id = ?", [.text(customerId)])
+            return
+        }
+        try db.execute("""
+            INSERT INTO metric_contributions (customer_id, cells, updated_at_ms) VALUES (?, ?, ?)
+            ON CONFLICT (customer_id) DO UPDATE SET cells = excluded.cells, updated_at_ms = excluded.updated_at_ms
+            """, [.text(customerId), .text(cells), .integer(nowMs)])
+    }
+
+    /// Adds each cell's value to the rollups (a cell that reaches zero is removed).
+    public func addToMetricDays(_ cells: [MetricCell]) throws {
+        for c in cells where c.value != 0 {
+            let key: [SQLValue] = [.text(c.metric), .text(c.bundleId), .text(c.productId), .text(c.currency), .integer(c.day)]
+            let after = try db.queryOne("""
+                INSERT INTO metric_days (metric, bundle_id, product_id, currency, day, value) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (metric, bundle_id, product_id, currency, day) DO UPDATE SET value = metric_days.value + excluded.value
+                RETURNING value
+                """, key + [.integer(c.value)])?.int("value")
+            if after == 0 {
+                try db.execute("DELETE FROM metric_days WHERE metric = ? AND bundle_id = ? AND product_id = ? AND currency = ? AND day = ?", key)
+            }
+        }
+    }
+
+    /// Every rollup cell (a rebuild's comparison; the rollups are small: metrics × products × currencies × days).
+    public func allMetricDays() throws -> [MetricCell] {
+        try db.query("SELECT metric, bundle_id, product_id, currency, day, value FROM metric_days", []).map(KakinStore.metricCell)
+    }
+
+    /// Replaces every rollup cell and every share (a rebuild).
+    public func replaceMetrics(days: [MetricCell], contributions: [(customerId: String, cells: String)]) throws {
+        try db.execute("DELETE FROM metric_days", [])
+        try db.execute("DELETE FROM metric_contributions", [])
+        for c in days where c.value != 0 {
+            try db.execute("INSERT INTO metric_days (metric, bundle_id, product_id, currency, day, value) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.text(c.metric), .text(c.bundleId), .text(c.productId), .text(c.currency), .integer(c.day), .integer(c.value)])
+        }
+        for (customerId, cells) in contributions {
+            try db.execute("INSERT INTO metric_contributions (customer_id, cells, updated_at_ms) VALUES (?, ?, ?)",
+                           [.text(customerId), .text(cells), .integer(nowMs)])
+        }
+    }
+}
+
+extension KakinStore {
+    static func metricCell(_ r: SQLRow) -> MetricCell {
+        MetricCell(metric: r.string("metric") ?? "", bundleId: r.string("bundle_id") ?? "", productId: r.string("product_id") ?? "",
+                   currency: r.string("currency") ?? "", day: r.int("day") ?? 0, value: r.int("value") ?? 0)
+    }
+
+    /// Rollups summed over days (`day` column answered as 0): the level metrics up to `day` (inclusive), one query.
+    public func metricLevels(_ metrics: [String], upToDay day: Int64) async throws(KakinError) -> [MetricCell] {
+        try await read { db in try Self.metricSums(db, metrics, "day <= ?", [.integer(day)]) }
+    }
+
+    /// Rollups summed over the days `from…to`.
+    public func metricFlows(_ metrics: [String], fromDay: Int64, toDay: Int64) async throws(KakinError) -> [MetricCell] {
+        try await read { db in try Self.metricSums(db, metrics, "day BETWEEN ? AND ?", [.integer(fromDay), .integer(toDay)]) }
+    }
+
+    /// An overview's three sums on one snapshot: levels before `from`, levels at `to`, flows in between.
+    public func metricOverviewSums(levels: [String], flows: [String], fromDay: Int64, toDay: Int64) async throws(KakinError)
+        -> (before: [MetricCell], atEnd: [MetricCell], flows: [MetricCell])
+    {
+        try await read { db in
+            (try Self.metricSums(db, levels, "day < ?", [.integer(fromDay)]),
+             try Self.metricSums(db, levels, "day <= ?", [.integer(toDay)]),
+             try Self.metricSums(db, flows, "day BETWEEN ? AND ?", [.integer(fromDay), .integer(toDay)]))
+        }
+    }
+
+    /// A series' inputs on one snapshot: levels before `from`, and every cell of the days `from…to`.
+    public func metricSeriesCells(levels: [String], fromDay: Int64, toDay: Int64) async throws(KakinError) -> (before: [MetricCell], days: [MetricCell]) {
+        try await read { db in
+            (try Self.metricSums(db, levels, "day < ?", [.integer(fromDay)]),
+             try db.query("SELECT metric, bundle_id, product_id, currency, day, value FROM metric_days WHERE day BETWEEN ? AND ?",
+                          [.integer(fromDay), .integer(toDay)]).map(Self.metricCell))
+        }
+    }
+
+    static func metricSums(_ db: SQLConnection, _ metrics: [String], _ condition: String, _ parameters: [SQLValue]) throws -> [MetricCell] {
+        guard !metrics.isEmpty else { return [] }
+        let list = Array(repeating: "?", count: metrics.count).joined(separator: ", ")
+        return try db.query("""
+            SELECT metric, bundle_id, product_id, currency, 0 AS day, SUM(value) AS value FROM metric_days
+            WHERE metric IN (\(list)) AND \(condition) GROUP BY metric, bundle_id, product_id, currency
+            """, metrics.map { .text($0) } + parameters).map(metricCell)
+    }
+}
