@@ -49,7 +49,7 @@ public func withDatabase(_ backend: Backend, _ body: (any SQLDatabase) async thr
         defer { try? FileManager.default.removeItem(at: dir) }
         try await closing(try SQLiteDatabase(path: dir.appendingPathComponent("k.db").path), body)
     case .postgresql:
-        try await TestPostgres.withSchema { schema in try await closing(try PostgresDatabase(url: schema.url), body) }
+        try await TestPostgres.withSchema { schema in try await closing(try PostgresDatabase(url: schema.url, options: .init(connectTimeoutSeconds: 30)), body) }
     }
 }
 

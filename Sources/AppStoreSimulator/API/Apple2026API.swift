@@ -21,9 +21,13 @@ public protocol RetentionMessageTransport: Sendable {
 
 /// URLSession, bounded by `timeoutMs` of real time whatever the connection does.
 public struct HTTPRetentionMessageTransport: RetentionMessageTransport {
-    public init() {}
+    /// Waits at least this long whatever the caller's bound (tests on a loaded machine; Apple's bound is the caller's).
+    let minimumTimeoutMs: Int
 
-    public func post(url: String, body: [UInt8], timeoutMs: Int) async -> (status: Int, body: [UInt8])? {
+    public init(minimumTimeoutMs: Int = 0) { self.minimumTimeoutMs = minimumTimeoutMs }
+
+    public func post(url: String, body: [UInt8], timeoutMs requested: Int) async -> (status: Int, body: [UInt8])? {
+        let timeoutMs = max(requested, minimumTimeoutMs)
         guard let u = URL(string: url) else { return nil }
         var request = URLRequest(url: u, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: Double(timeoutMs) / 1000)
         request.httpMethod = "POST"
