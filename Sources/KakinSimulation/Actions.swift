@@ -58,7 +58,9 @@ extension World {
         model.state.withLock { _ = $0.touched.insert(c.index) }
         let full = diskFullMaybe()
         defer { database.full.store(false, ordering: .relaxed) }
+        let started = ContinuousClock.now
         let outcome = await perform(action, c)
+        profile(action.rawValue, since: started)
         trace("step \(step) t \(clock.nowMs()) \(c.id) \(action.rawValue)\(full ? " disk-full" : "") -> \(outcome)")
         try await collectNotifications()
     }

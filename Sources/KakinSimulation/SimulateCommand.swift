@@ -98,6 +98,7 @@ public enum Simulation {
         let world = try await World(options)
         if !options.printDays { world.log = { _ in } }
         let result = await world.run()
+        world.printProfile()
         if printLastLines, result.failure != nil || result.stoppedAt != nil {
             print("last steps:")
             for line in world.lastTraceLines { print("  " + line) }

@@ -192,6 +192,25 @@ public final class World {
 
     // MARK: Trace and failures
 
+    static let profiles = ProcessInfo.processInfo.environment["KAKIN_SIM_PROFILE"] == "1"
+    var profileTotals: [String: (count: Int, seconds: Double)] = [:]
+
+    /// With `KAKIN_SIM_PROFILE=1`: wall time per phase, printed at the end (never part of the trace).
+    func profile(_ name: String, since start: ContinuousClock.Instant) {
+        guard Self.profiles else { return }
+        let d = ContinuousClock.now - start
+        let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        profileTotals[name, default: (0, 0)].count += 1
+        profileTotals[name, default: (0, 0)].seconds += s
+    }
+
+    public func printProfile() {
+        guard Self.profiles else { return }
+        for (name, t) in profileTotals.sorted(by: { $0.value.seconds > $1.value.seconds }) {
+            print("profile \(name) \(t.count) \(String(format: "%.3f", t.seconds))s")
+        }
+    }
+
     static let printsTrace = ProcessInfo.processInfo.environment["KAKIN_SIM_TRACE"] == "1"
 
     func trace(_ line: String) {
@@ -275,7 +294,9 @@ public final class World {
                     actions += 1
                     if nextStep() { return await stopped() }
                     try await act(customers[item.customer])
+                    let t0 = ContinuousClock.now
                     try await checkTouched()
+                    profile("check.step", since: t0)
                     try await deliverDue()
                 }
                 if try await settle(dayStart: dayStart, day: day) { return await stopped() }
@@ -369,6 +390,8 @@ public final class World {
         inFlight.removeAll { $0.dueMs <= now }
         for n in due {
             await crashMaybe()
+            let t0 = ContinuousClock.now
+            defer { profile("notification", since: t0) }
             let full = diskFullMaybe()
             do {
                 try await services.notifications.receive(n.jws, source: "push")
@@ -447,7 +470,9 @@ public final class World {
         let late = inFlight.count
         inFlight.removeAll()
         do {
+            let t0 = ContinuousClock.now
             let r = try await services.appStoreSync.recoverMissedNotifications()
+            profile("evening.history", since: t0)
             trace("history read \(r.read) new \(r.new) late \(late)")
         } catch {
             throw fail("history", "Notification History not read: \(error)")
@@ -461,9 +486,15 @@ public final class World {
             model.state.withLock { _ = $0.touched.insert(c.index) }
             trace("relaunch \(c.id) retries \(retries.map { Self.describe($0) }.joined(separator: ","))")
         }
+        var t = ContinuousClock.now
         await drainInbox()
+        profile("evening.drain", since: t)
+        t = ContinuousClock.now
         try await deliverWebhooks()
+        profile("evening.webhooks", since: t)
+        t = ContinuousClock.now
         try await checkDay(dayStart: dayStart)
+        profile("evening.check", since: t)
         return false
     }
 
