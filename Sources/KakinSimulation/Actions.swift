@@ -95,14 +95,14 @@ extension World {
         case .recoverBilling:
             return await subscriptionAction(c, "recoverBilling")
         case .refundCoins:
-            let picks = model.state.withLock { s in s.order.filter { s.charges[$0]!.customer == c.index && s.charges[$0]!.kind == .consumable && !s.charges[$0]!.refunded } }
+            let picks = model.state.withLock { s in (s.chargesOf[c.index] ?? []).filter { s.charges[$0]!.kind == .consumable && !s.charges[$0]!.refunded } }
             guard !picks.isEmpty else { return "nothing-to-refund" }
             let tid = rng.pick(picks)
             let r = await control("POST", "/simulator/v1/transactions/\(tid)/refund", [:])
             if r.ok { model.state.withLock { $0.charges[tid]!.refunded = true } }
             return "refund \(tid) \(r.summary)"
         case .reverseRefund:
-            let picks = model.state.withLock { s in s.order.filter { s.charges[$0]!.customer == c.index && s.charges[$0]!.refunded && !s.charges[$0]!.reversed } }
+            let picks = model.state.withLock { s in (s.chargesOf[c.index] ?? []).filter { s.charges[$0]!.refunded && !s.charges[$0]!.reversed } }
             guard !picks.isEmpty else { return "nothing-to-reverse" }
             let tid = rng.pick(picks)
             let r = await control("POST", "/simulator/v1/transactions/\(tid)/actions", ["action": "reverseRefund"])
@@ -150,7 +150,7 @@ extension World {
         case .transferAttempt:
             // Signed in to another customer's Apple account: presents that account's transaction (Kakin keeps the first owner).
             let other = customers[rng.below(customers.count)]
-            let tid = model.state.withLock { s in s.order.last { s.charges[$0]!.customer == other.index && s.charges[$0]!.kind != .consumable } }
+            let tid = model.state.withLock { s in (s.chargesOf[other.index] ?? []).last { s.charges[$0]!.kind != .consumable } }
             guard other.index != c.index, let tid else { return "nothing-to-transfer" }
             model.state.withLock { _ = $0.touched.insert(other.index) }
             do {

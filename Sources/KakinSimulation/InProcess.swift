@@ -25,21 +25,6 @@ struct SimulatorTransport: AppStoreHTTPTransport {
     }
 }
 
-/// Where the simulator's Notifications V2 land: a queue the world empties after every action, then delivers (or
-/// drops, duplicates, delays, reorders) on its own schedule. The App Store counts every attempt as delivered.
-final class WorldNotificationSink: NotificationSink {
-    let received = Mutex<[String]>([])
-
-    func deliver(signedPayload: String) async -> SendAttemptResult {
-        received.withLock { $0.append(signedPayload) }
-        return .success
-    }
-
-    /// What arrived since the last call. The simulator sends a batch side by side, so arrival order inside a batch is
-    /// the scheduler's: the world sorts what it takes by the payload's signed date and UUID.
-    func take() -> [String] { received.withLock { r in defer { r = [] }; return r } }
-}
-
 /// The database with a fault switch: while `full` is set, every write fails as SQLite does on a full disk
 /// (`SQLITE_FULL`) and nothing of it is applied. Reads go through.
 final class FaultyDatabase: SQLDatabase {

@@ -68,7 +68,7 @@ extension World {
             let c = customers[i]
             let l = try await ledger(of: c)
             // Every charge credited exactly once; a refund takes it back once, its reversal gives it again.
-            let charges = model.state.withLock { s in s.order.compactMap { id in s.charges[id].map { (id, $0) } }.filter { $0.1.customer == i } }
+            let charges = model.state.withLock { s in (s.chargesOf[i] ?? []).compactMap { id in s.charges[id].map { (id, $0) } } }
             for (tid, charge) in charges where charge.kind == .consumable {
                 let bought = l.count(.purchase, tid), refunded = l.count(.refund, tid), reversed = l.count(.refundReversed, tid)
                 let net = bought - refunded + reversed
@@ -100,7 +100,8 @@ extension World {
                 guard mine.state.rawValue == state, mine.productId == product, mine.state == .revoked || mine.expiresAtMs == expires else {
                     throw fail("status-equals-truth", "\(c.id) subscription \(otid): Kakin says \(mine.state.rawValue) \(mine.productId) until \(mine.expiresAtMs.map(Timestamp.rfc3339) ?? "-"), the App Store says \(state) \(product) until \(expires.map(Timestamp.rfc3339) ?? "-")")
                 }
-                if mine.state.isEntitled, let jws = t["signedTransaction"]?.stringValue, let tx = StoredJWS.payload(jws) {
+                // The current period's offer (in a grace period the offer's period is over: no offer applies).
+                if mine.state == .subscribed, let jws = t["signedTransaction"]?.stringValue, let tx = StoredJWS.payload(jws) {
                     let truthOffer = tx["offerIdentifier"]?.stringValue ?? (tx["offerType"] != nil ? "introductory" : "none")
                     let kakinOffer = mine.offer.map { $0.id ?? "introductory" } ?? "none"
                     guard truthOffer == kakinOffer else {

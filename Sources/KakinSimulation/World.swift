@@ -29,8 +29,8 @@ final class WorldModel: Sendable {
 
     struct State {
         var charges: [String: Charge] = [:]
-        /// Charge order, for deterministic picks.
-        var order: [String] = []
+        /// Each customer's charges in order (deterministic picks, and no scan of everyone's).
+        var chargesOf: [Int: [String]] = [:]
         var customerOfToken: [String: Int] = [:]
         /// Subscription instances (original transaction id) per customer, in purchase order.
         var subscriptions: [Int: [String]] = [:]
@@ -47,7 +47,7 @@ final class WorldModel: Sendable {
         state.withLock { s in
             guard let c = s.customerOfToken[token] else { return }
             s.touched.insert(c)
-            if s.charges[t.id] == nil { s.order.append(t.id) }
+            if s.charges[t.id] == nil { s.chargesOf[c, default: []].append(t.id) }
             s.charges[t.id] = Charge(customer: c, productId: t.productID, quantity: quantity, kind: kind, originalTransactionId: t.originalID)
             if kind == .autoRenewable, !(s.subscriptions[c] ?? []).contains(t.originalID) { s.subscriptions[c, default: []].append(t.originalID) }
             if kind != .consumable { s.owned[token, default: []].append(t) }
@@ -81,7 +81,8 @@ public final class World {
     let options: SimulationOptions
     var rng: SplitMix64
     let simulator: AppStoreSimulator
-    let sink = WorldNotificationSink()
+    /// The last App Store notification taken (the simulator runs without a sink: the world takes and delivers them).
+    var lastNotificationSeq: Int64 = 0
     let clock: SimulatedClock
     let catalog = Catalog.demo
     let bundleId = Catalog.demoBundleId
@@ -125,7 +126,7 @@ public final class World {
         ids = SeededIDGenerator(seed: options.seed)
         uuidRng = SeededIDGenerator(seed: options.seed ^ 0x7575_6964)
         clock = SimulatedClock(startMs: startMs)
-        simulator = try AppStoreSimulator(configuration: SimulatorConfiguration(gracePeriodDays: 16, seed: options.seed), clock: clock, sink: sink,
+        simulator = try AppStoreSimulator(configuration: SimulatorConfiguration(gracePeriodDays: 16, seed: options.seed), clock: clock, sink: nil,
                                           wall: clock)
         receiver = WorldWebhookReceiver(seed: options.seed, failRate: options.faults.contains(.webhook) ? 0.2 : 0)
         let inner: any SQLDatabase
@@ -346,7 +347,9 @@ public final class World {
 
     /// Takes what the App Store sent and puts it on its way, with the notification faults.
     func collectNotifications() async throws {
-        let arrived = sink.take().sorted { Self.sortKey($0) < Self.sortKey($1) }
+        let taken = simulator.signedNotifications(after: lastNotificationSeq)
+        lastNotificationSeq = taken.last?.seq ?? lastNotificationSeq
+        let arrived = taken.map(\.signedPayload)
         let now = clock.nowMs()
         for jws in arrived {
             notificationsSeen += 1

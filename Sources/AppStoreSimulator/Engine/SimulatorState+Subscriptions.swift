@@ -278,7 +278,8 @@ extension SimulatorState {
         while let t = nextEventMs(), t <= target, steps < 5_000_000 {
             store.nowMs = max(store.nowMs, t)
             processExternalPurchaseDeadlines(atMs: t)
-            for otid in store.subscriptions.keys.sorted() where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
+            let due = store.subscriptions.compactMap { nextEventMs($0.value) == t ? $0.key : nil }.sorted()
+            for otid in due where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
                 processEvent(otid, at: t)
                 steps += 1
             }
