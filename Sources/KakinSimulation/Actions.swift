@@ -9,7 +9,7 @@ import KakinService
 extension World {
     enum Action: String, CaseIterable {
         case coins, doubleTap, spend, tip, spendReplay, subscribe, subscribeWithOffer, changePlan, cancel, resubscribe,
-             failBilling, recoverBilling, refundCoins, reverseRefund, refundSubscription, noAds, seasonPass, familyShare,
+             applyOffer, failBilling, recoverBilling, refundCoins, reverseRefund, refundSubscription, noAds, seasonPass, familyShare,
              revokeFamilySharing, restoreOnNewDevice, transferAttempt, relaunch, wallet
 
         var weight: Int {
@@ -24,6 +24,7 @@ extension World {
             case .changePlan: return 5
             case .cancel: return 5
             case .resubscribe: return 4
+            case .applyOffer: return 3
             case .failBilling: return 4
             case .recoverBilling: return 3
             case .refundCoins: return 4
@@ -90,6 +91,10 @@ extension World {
             let r = await subscriptionAction(c, "enableAutoRenew")
             if r.hasPrefix("refused") { return "buy " + (await buy(c, "premium.monthly")) }
             return r
+        case .applyOffer:
+            // A promotional offer applied to a running subscription: it takes effect at the next renewal.
+            let offer = rng.pick(["promo.3m.half", "promo.6m.free", "promo.1y.free", "promo.yearly.1m.free"])
+            return await subscriptionAction(c, "applyPromotionalOffer", extra: ["offerId": .string(offer)])
         case .failBilling:
             return await subscriptionAction(c, "failBilling")
         case .recoverBilling:

@@ -107,6 +107,12 @@ extension World {
                     guard truthOffer == kakinOffer else {
                         throw fail("status-equals-truth", "\(c.id) subscription \(otid): Kakin says offer \(kakinOffer), the App Store's current period has \(truthOffer)")
                     }
+                    // The offer waiting for the next renewal.
+                    let truthNext = t["nextRenewalOffer"]?["offerIdentifier"]?.stringValue ?? (t["nextRenewalOffer"] != nil ? "introductory" : "none")
+                    let kakinNext = mine.pendingOffer.map { $0.id ?? "introductory" } ?? "none"
+                    guard truthNext == kakinNext else {
+                        throw fail("status-equals-truth", "\(c.id) subscription \(otid): Kakin says the next renewal's offer is \(kakinNext), the App Store says \(truthNext)")
+                    }
                 }
                 summary.append("\(otid):\(state):\(product)")
             }

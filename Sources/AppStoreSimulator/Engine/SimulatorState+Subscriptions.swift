@@ -263,8 +263,28 @@ extension SimulatorState {
         }
     }
 
+    /// `nextEventMs(sub)` read in place (no copy of the subscription or its latest transaction): the engine asks this
+    /// for every subscription at every step, so a long simulated year copies nothing here.
+    func nextEventMs(at i: Dictionary<String, SimSubscription>.Index) -> Int64? {
+        let values = store.subscriptions.values
+        switch values[i].phase {
+        case .active:
+            guard let t = store.transactions.index(forKey: values[i].latestTransactionId) else { return nil }
+            return store.transactions.values[t].expiresDate
+        case .billingRetry(let failedAt, let grace, let graceExpired):
+            if let grace, !graceExpired { return grace }
+            return failedAt + Int64(config.billingRetryDays) * Self.dayMs
+        case .expired, .revoked: return nil
+        }
+    }
+
     func nextEventMs() -> Int64? {
-        let subscriptions = store.subscriptions.values.lazy.compactMap { nextEventMs($0) }.min()
+        var subscriptions: Int64?
+        var i = store.subscriptions.startIndex
+        while i != store.subscriptions.endIndex {
+            if let t = nextEventMs(at: i), t < subscriptions ?? .max { subscriptions = t }
+            i = store.subscriptions.index(after: i)
+        }
         guard let tokens = nextExternalPurchaseEventMs() else { return subscriptions }
         return min(subscriptions ?? tokens, tokens)
     }
@@ -278,7 +298,13 @@ extension SimulatorState {
         while let t = nextEventMs(), t <= target, steps < 5_000_000 {
             store.nowMs = max(store.nowMs, t)
             processExternalPurchaseDeadlines(atMs: t)
-            let due = store.subscriptions.compactMap { nextEventMs($0.value) == t ? $0.key : nil }.sorted()
+            var due: [String] = []
+            var i = store.subscriptions.startIndex
+            while i != store.subscriptions.endIndex {
+                if nextEventMs(at: i) == t { due.append(store.subscriptions.keys[i]) }
+                i = store.subscriptions.index(after: i)
+            }
+            due.sort()
             for otid in due where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
                 processEvent(otid, at: t)
                 steps += 1
