@@ -107,4 +107,6 @@ public struct SimulationResult: Sendable {
     public var stoppedAt: Int?
     public var notifications: Int
     public var faultsInjected: Int
+    /// Simulated days begun (the day of a failure, for the shrinker).
+    public var days: Int = 0
 }

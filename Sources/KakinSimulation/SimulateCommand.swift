@@ -129,11 +129,15 @@ public enum Shrinker {
         public var tries: Int
     }
 
+    /// Smaller is fewer actions, then fewer customers, then fewer days.
+    static func smaller(_ a: SimulationOptions, than b: SimulationOptions) -> Bool {
+        (a.actionsMax ?? .max, a.customers, a.days) < (b.actionsMax ?? .max, b.customers, b.days)
+    }
+
     public static func shrink(_ start: SimulationOptions, failure: InvariantFailure, actions: Int, triesMax: Int = 40) async -> Smallest {
         var best = start
         best.printDays = false
         best.actionsMax = actions
-        best.days = min(best.days, 366)
         var bestResult = SimulationResult(digest: "", steps: failure.step, actions: actions, failure: failure, stoppedAt: nil, notifications: 0, faultsInjected: 0)
         var tries = 0
         func fails(_ o: SimulationOptions) async -> SimulationResult? {
@@ -141,38 +145,29 @@ public enum Shrinker {
             guard let r = try? await Simulation.run(o), let f = r.failure, f.invariant == failure.invariant else { return nil }
             return r
         }
-        // The run stops at the failure: its day bounds the days.
-        if let r = await fails(best) {
+        func consider(_ o: SimulationOptions) async -> Bool {
+            guard let r = await fails(o) else { return false }
+            var candidate = o
+            candidate.actionsMax = r.actions
+            candidate.days = max(1, r.days)
+            guard smaller(candidate, than: best) else { return false }
+            best = candidate
             bestResult = r
+            return true
         }
-        // Fewer customers: halve while it still fails.
-        var customers = best.customers / 2
-        while customers >= 1, tries < triesMax {
+        // The run stops at the failure: its day bounds the days.
+        _ = await consider(best)
+        // Fewer customers (each count its own schedule): halving, then the small counts.
+        var counts: [Int] = []
+        var n = start.customers / 2
+        while n >= 1 { counts.append(n); n /= 2 }
+        for k in [1, 2, 3, 5, 8] where k < start.customers && !counts.contains(k) { counts.append(k) }
+        for k in counts where tries < triesMax {
             var o = best
-            o.customers = customers
+            o.customers = k
             o.actionsMax = nil
-            if let r = await fails(o) {
-                best = o
-                best.actionsMax = r.actions
-                bestResult = r
-                customers /= 2
-            } else {
-                break
-            }
-        }
-        // Fewer days.
-        var days = best.days / 2
-        while days >= 1, tries < triesMax {
-            var o = best
-            o.days = days
-            if let r = await fails(o) {
-                best = o
-                best.actionsMax = r.actions
-                bestResult = r
-                days /= 2
-            } else {
-                break
-            }
+            o.days = start.days
+            _ = await consider(o)
         }
         // Fewer actions: bisect the schedule's length.
         var low = 0, high = best.actionsMax ?? bestResult.actions
@@ -180,15 +175,8 @@ public enum Shrinker {
             let mid = (low + high) / 2
             var o = best
             o.actionsMax = mid
-            if let r = await fails(o) {
-                high = mid
-                best = o
-                bestResult = r
-            } else {
-                low = mid
-            }
+            if await consider(o) { high = best.actionsMax ?? mid } else { low = mid }
         }
-        best.actionsMax = high
         return Smallest(options: best, result: bestResult, tries: tries)
     }
 }

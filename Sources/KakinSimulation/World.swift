@@ -106,6 +106,7 @@ public final class World {
     var inFlight: [(dueMs: Int64, order: Int, jws: String)] = []
     var inFlightOrder = 0
     var settling = false
+    var daysBegun = 0
     /// Customers touched since the last evening.
     var dirtyToday: Set<Int> = []
     /// The last trace lines, printed with a failure or a replay's stop.
@@ -282,6 +283,7 @@ public final class World {
         trace("world seed \(options.seed) customers \(options.customers) days \(options.days) faults \(options.faults.description)")
         let wall = ContinuousClock.now
         for day in 0..<options.days {
+            daysBegun = day + 1
             let dayStart = startMs + Int64(day) * Self.dayMs
             // Today's actions: who and when (seconds into the day, before the evening's settling at 22:00).
             let count = poisson(Double(options.customers) * options.actionsPerCustomerDay)
@@ -317,7 +319,7 @@ public final class World {
 
     func result(failure: InvariantFailure?) -> SimulationResult {
         SimulationResult(digest: digest.hex, steps: step, actions: actions, failure: failure, stoppedAt: nil, notifications: notificationsSeen,
-                         faultsInjected: faultsInjected)
+                         faultsInjected: faultsInjected, days: daysBegun)
     }
 
     func stopped() async -> SimulationResult {
