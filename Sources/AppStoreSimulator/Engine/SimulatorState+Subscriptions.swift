@@ -295,17 +295,31 @@ extension SimulatorState {
     mutating func advance(toMs target: Int64) -> [String] {
         let seq = store.notificationSeq
         var steps = 0
-        while let t = nextEventMs(), t <= target, steps < 5_000_000 {
-            store.nowMs = max(store.nowMs, t)
-            processExternalPurchaseDeadlines(atMs: t)
+        while steps < 5_000_000 {
+            // One pass finds the next instant and the subscriptions due then.
+            var next: Int64?
             var due: [String] = []
             var i = store.subscriptions.startIndex
             while i != store.subscriptions.endIndex {
-                if nextEventMs(at: i) == t { due.append(store.subscriptions.keys[i]) }
+                if let t = nextEventMs(at: i) {
+                    if t < next ?? .max {
+                        next = t
+                        due = [store.subscriptions.keys[i]]
+                    } else if t == next {
+                        due.append(store.subscriptions.keys[i])
+                    }
+                }
                 i = store.subscriptions.index(after: i)
             }
-            due.sort()
-            for otid in due where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
+            if let tokens = nextExternalPurchaseEventMs(), tokens < next ?? .max {
+                next = tokens
+                due = []
+            }
+            guard let t = next, t <= target else { break }
+            store.nowMs = max(store.nowMs, t)
+            processExternalPurchaseDeadlines(atMs: t)
+            if due.isEmpty { steps += 1 }
+            for otid in due.sorted() where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
                 processEvent(otid, at: t)
                 steps += 1
             }
