@@ -94,7 +94,11 @@ extension World {
                 let state = t["state"]?.stringValue ?? "?", product = t["productId"]?.stringValue ?? "?"
                 let expires = t["expiresDateMs"]?.int64Value
                 guard let mine else {
-                    throw fail("status-equals-truth", "\(c.id): Kakin shows no subscription \(otid); the App Store says \(state) \(product)")
+                    let linked = try? await services.store.transaction { r in try r.linkOwner(originalTransactionId: otid) }
+                    let tx = t["signedTransaction"]?.stringValue.flatMap(StoredJWS.payload)
+                    let ownership = tx?["inAppOwnershipType"]?.stringValue ?? "?"
+                    let token = tx?["appAccountToken"]?.stringValue.map { tok in model.state.withLock { s in s.customerOfToken[tok].map { "c\($0 + 1)" } ?? tok } } ?? "none"
+                    throw fail("status-equals-truth", "\(c.id): Kakin shows no subscription \(otid) (\(ownership), token of \(token), Kakin links it to \((linked ?? nil) ?? "nobody")); the App Store says \(state) \(product)")
                 }
                 // A revoked subscription's access ends at the revocation (Kakin's expiresAt); the App Store keeps the period's end.
                 guard mine.state.rawValue == state, mine.productId == product, mine.state == .revoked || mine.expiresAtMs == expires else {
