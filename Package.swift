@@ -65,7 +65,13 @@ let package = Package(
         ], exclude: ["README.md"]),
         // `kakin verify`: App Store signed data verified and printed, alone or a stream of lines on every core.
         .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
-        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand"], exclude: ["README.md"]),
+        // `kakin simulate`: the whole system (simulator, use cases on a real database, KakinKit on simulated phones) on one
+        // clock and one seed, with faults injected and every invariant checked after every step.
+        .target(name: "KakinSimulation", dependencies: [
+            "KakinCore", "KakinService", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinEvents", "KakinAdmin", "AppStoreSimulator",
+            "AppStoreClient", "AppStoreSecurity", "HTTPServer", .product(name: "KakinKit", package: "KakinKit"),
+        ], exclude: ["README.md"]),
+        .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand", "KakinSimulation"], exclude: ["README.md"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity",
                                                                  "KakinService", "KakinMetrics"], path: "Benchmarks/KakinBench"),
 
@@ -84,6 +90,7 @@ let package = Package(
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
         .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
                                                             "KakinTestPostgres", "HTTPServer", "AppStoreSecurity"]),
+        .testTarget(name: "KakinSimulationTests", dependencies: ["KakinSimulation", "KakinTestPostgres", "KakinCore", "KakinService", "KakinStorage"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),

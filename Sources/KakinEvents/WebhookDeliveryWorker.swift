@@ -165,6 +165,12 @@ public final class WebhookDeliveryWorker: Sendable {
 
     var isStopped: Bool { state.withLock { $0.stopped } }
 
+    /// Waits for the deliveries a pass started (a caller that steps the worker itself, `kakin simulate`, runs a pass
+    /// and then this, instead of the loop).
+    public func waitForSends() async {
+        while let run = state.withLock({ $0.runs.values.first }) { await run.value }
+    }
+
     private func sleep() async {
         // A timer cancelled because something else woke the loop must not wake it again (a busy loop).
         let timer = Task { [self] in

@@ -130,8 +130,13 @@ public final class KakinServices: Sendable {
     /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless
     /// `offerSigning` named another.
     public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings) throws(KakinError) {
+        try connectAppStoreServerAPI(api, transport: URLSessionTransport())
+    }
+
+    /// The same over another transport (the whole-system simulation reaches its simulator in-process).
+    public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings, transport: any AppStoreHTTPTransport) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
-                                                transport: CountingTransport(inner: URLSessionTransport(), metrics: metrics))
+                                                transport: CountingTransport(inner: transport, metrics: metrics))
         try appStore.useAPIKeyForOffers(api)
         appStore.connect(connection)
     }

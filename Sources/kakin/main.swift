@@ -1,6 +1,7 @@
 import Foundation
 import KakinAppCommand
 import KakinServer
+import KakinSimulation
 import KakinVerifyCommand
 
 // `kakin`: see `kakin --help`. This file only hands over the arguments: `kakin app` to KakinAppCommand (the
@@ -11,6 +12,7 @@ let status: Int32
 switch arguments.first {
 case "app": status = await AppCommand.run(rest)
 case "verify": status = VerifyCommand.run(arguments: rest)
+case "simulate": status = await SimulateCommand.run(rest)
 default: status = await KakinCommand.run(arguments)
 }
 exit(status)

@@ -265,7 +265,7 @@ extension AppStoreSimulator {
             return n
         } ?? 100
         let page = core.withLock { c -> JSONValue in
-            let items = c.engine.store.notifications.filter { $0.seq > after }.prefix(limit + 1)
+            let items = c.engine.notifications(after: after).prefix(limit + 1)
             return ["notifications": .array(items.prefix(limit).map { c.engine.logEntry($0) }), "hasMore": .bool(items.count > limit)]
         }
         return Self.json(page)
@@ -290,8 +290,13 @@ extension AppStoreSimulator {
 /// JSON views for the control API.
 extension SimulatorState {
     func notificationSummaries(_ uuids: [String]) -> JSONValue {
-        let wanted = Set(uuids)
-        return .array(store.notifications.filter { wanted.contains($0.notificationUUID) }.map { n in
+        // The wanted ones are nearly always the newest: look from the end, stop once all are found.
+        var wanted = Set(uuids)
+        var found: [SimNotification] = []
+        for n in store.notifications.reversed() where !wanted.isEmpty {
+            if wanted.remove(n.notificationUUID) != nil { found.append(n) }
+        }
+        return .array(found.reversed().map { n in
             var o: [String: JSONValue] = ["notificationUUID": .string(n.notificationUUID), "notificationType": .string(n.notificationType),
                                           "signedDate": .string(Timestamp.rfc3339(n.signedDate))]
             if let st = n.subtype { o["subtype"] = .string(st) }

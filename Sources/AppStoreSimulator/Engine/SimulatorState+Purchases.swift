@@ -69,7 +69,7 @@ extension SimulatorState {
     }
 
     mutating func collectNotifications(since seq: Int64) -> [String] {
-        store.notifications.filter { $0.seq > seq }.map(\.notificationUUID)
+        notifications(after: seq).map(\.notificationUUID)
     }
 
     /// A purchase as StoreKit makes it. For a subscription group the account is already live in, it is the

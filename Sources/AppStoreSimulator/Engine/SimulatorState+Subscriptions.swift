@@ -263,8 +263,28 @@ extension SimulatorState {
         }
     }
 
+    /// `nextEventMs(sub)` read in place (no copy of the subscription or its latest transaction): the engine asks this
+    /// for every subscription at every step, so a long simulated year copies nothing here.
+    func nextEventMs(at i: Dictionary<String, SimSubscription>.Index) -> Int64? {
+        let values = store.subscriptions.values
+        switch values[i].phase {
+        case .active:
+            guard let t = store.transactions.index(forKey: values[i].latestTransactionId) else { return nil }
+            return store.transactions.values[t].expiresDate
+        case .billingRetry(let failedAt, let grace, let graceExpired):
+            if let grace, !graceExpired { return grace }
+            return failedAt + Int64(config.billingRetryDays) * Self.dayMs
+        case .expired, .revoked: return nil
+        }
+    }
+
     func nextEventMs() -> Int64? {
-        let subscriptions = store.subscriptions.values.lazy.compactMap { nextEventMs($0) }.min()
+        var subscriptions: Int64?
+        var i = store.subscriptions.startIndex
+        while i != store.subscriptions.endIndex {
+            if let t = nextEventMs(at: i), t < subscriptions ?? .max { subscriptions = t }
+            i = store.subscriptions.index(after: i)
+        }
         guard let tokens = nextExternalPurchaseEventMs() else { return subscriptions }
         return min(subscriptions ?? tokens, tokens)
     }
@@ -275,10 +295,31 @@ extension SimulatorState {
     mutating func advance(toMs target: Int64) -> [String] {
         let seq = store.notificationSeq
         var steps = 0
-        while let t = nextEventMs(), t <= target, steps < 5_000_000 {
+        while steps < 5_000_000 {
+            // One pass finds the next instant and the subscriptions due then.
+            var next: Int64?
+            var due: [String] = []
+            var i = store.subscriptions.startIndex
+            while i != store.subscriptions.endIndex {
+                if let t = nextEventMs(at: i) {
+                    if t < next ?? .max {
+                        next = t
+                        due = [store.subscriptions.keys[i]]
+                    } else if t == next {
+                        due.append(store.subscriptions.keys[i])
+                    }
+                }
+                i = store.subscriptions.index(after: i)
+            }
+            if let tokens = nextExternalPurchaseEventMs(), tokens < next ?? .max {
+                next = tokens
+                due = []
+            }
+            guard let t = next, t <= target else { break }
             store.nowMs = max(store.nowMs, t)
             processExternalPurchaseDeadlines(atMs: t)
-            for otid in store.subscriptions.keys.sorted() where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
+            if due.isEmpty { steps += 1 }
+            for otid in due.sorted() where store.subscriptions[otid].flatMap({ nextEventMs($0) }) == t {
                 processEvent(otid, at: t)
                 steps += 1
             }

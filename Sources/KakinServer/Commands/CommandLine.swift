@@ -85,6 +85,8 @@ public enum KakinCommand {
                                     run the App Store simulator on its own
           kakin verify [--root CERT.der]… [--bundle-id ID] [--environment E] JWS|-
                                     verify signed App Store data and print it as JSON
+          kakin simulate --seed N [--customers N] [--days N] [--faults none|all|LIST] [--database URL] [--replay --until STEP]
+                                    the whole system on one clock and one seed, faults injected, invariants checked
           kakin ledger check [--config kakin.json] [--database URL]
                                     prove every balance equals the sum of its ledger entries
           kakin migrate-db --from sqlite:PATH --to postgresql://… [--config kakin.json]

@@ -64,16 +64,44 @@ public struct AppStoreSync: Sendable {
             // Each subscription's latest transaction with its renewal info, then the history. Several signed copies of
             // one transaction can come back (history is sorted by last change): every copy is ingested; storage keeps
             // the newest.
+            var subscriptions: [(VerifiedTransaction, VerifiedRenewalInfo?)] = []
             for item in statuses {
-                let tx = try ingest.verifyTransaction(item.signedTransactionInfo)
-                _ = try await ingest.apply(transaction: tx, renewalInfo: try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore),
-                                           path: .restore, presenter: customerId, alsoInWrite: apple2026.inWrite(tx.payload, path: .restore))
+                subscriptions.append((try ingest.verifyTransaction(item.signedTransactionInfo),
+                                      try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore)))
             }
-            for jws in transactions {
-                let tx = try ingest.verifyTransaction(jws)
-                _ = try await ingest.apply(transaction: tx, path: .restore, presenter: customerId,
-                                           alsoInWrite: apple2026.inWrite(tx.payload, path: .restore))
+            var history: [VerifiedTransaction] = []
+            for jws in transactions { history.append(try ingest.verifyTransaction(jws)) }
+            // A refused restore changes nothing: when a chain of this history belongs to another customer (and the
+            // policy keeps first owners), it is refused before anything is applied, so the presenter cannot claim the
+            // account's other, still unclaimed chains (a family member's shared subscription) on the way
+            // (`kakin simulate` found it: seed 280394968700754).
+            try await refuseAnotherCustomersHistory(subscriptions.map(\.0) + history, presenter: customerId)
+            for (transaction, renewalInfo) in subscriptions {
+                _ = try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: .restore, presenter: customerId,
+                                           alsoInWrite: apple2026.inWrite(transaction.payload, path: .restore))
             }
+            for transaction in history {
+                _ = try await ingest.apply(transaction: transaction, path: .restore, presenter: customerId,
+                                           alsoInWrite: apple2026.inWrite(transaction.payload, path: .restore))
+            }
+        }
+    }
+
+    /// Throws `belongs_to_another_customer` when, under `keepFirstOwner`, a chain of `transactions` is the chain of a
+    /// customer other than `presenter` (by its link, else its token), as the ingest would for that chain.
+    func refuseAnotherCustomersHistory(_ transactions: [VerifiedTransaction], presenter: String) async throws(KakinError) {
+        guard ingest.transferPolicy == .keepFirstOwner, !transactions.isEmpty else { return }
+        let payloads = transactions.map(\.payload)
+        let other = try await store.transaction { r -> String? in
+            for tx in payloads {
+                let owner = Ownership.currentOwner(linkOwner: try r.linkOwner(originalTransactionId: tx.originalTransactionId),
+                                                   tokenOwner: try tx.appAccountToken.flatMap(r.customerOwning(appAccountToken:)))
+                if let owner, owner != presenter { return tx.originalTransactionId }
+            }
+            return nil
+        }
+        if let other {
+            throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(other) is linked to another customer")
         }
     }
 
