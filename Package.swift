@@ -64,7 +64,7 @@ let package = Package(
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
         ], exclude: ["README.md"]),
         // `kakin verify`: App Store signed data verified and printed, alone or a stream of lines on every core.
-        .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "AppStoreSecurity"], exclude: ["README.md"]),
+        .target(name: "KakinVerifyCommand", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity"], exclude: ["README.md"]),
         // `kakin simulate`: the whole system (simulator, use cases on a real database, KakinKit on simulated phones) on one
         // clock and one seed, with faults injected and every invariant checked after every step.
         .target(name: "KakinSimulation", dependencies: [

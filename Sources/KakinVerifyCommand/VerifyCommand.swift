@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Dispatch
 import KakinCore
+import KakinSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -46,10 +47,10 @@ public enum VerifyCommand {
         let options: Options
         switch Options.parse(arguments) {
         case .help:
-            writeAll(output, Array((usage + "\n").utf8))
+            FileDescriptorOutput.writeAll(output, Array((usage + "\n").utf8))
             return 0
         case .failure(let message):
-            writeAll(errorOutput, Array("kakin verify: \(message) (see kakin verify --help)\n".utf8))
+            FileDescriptorOutput.writeAll(errorOutput, Array("kakin verify: \(message) (see kakin verify --help)\n".utf8))
             return 2
         case .success(let parsed):
             options = parsed
@@ -59,7 +60,7 @@ public enum VerifyCommand {
         do {
             verifier = try options.makeVerifier()
         } catch {
-            writeAll(errorOutput, Array("kakin verify: \(error.message)\n".utf8))
+            FileDescriptorOutput.writeAll(errorOutput, Array("kakin verify: \(error.message)\n".utf8))
             return 2
         }
 
@@ -71,12 +72,12 @@ public enum VerifyCommand {
             if !verified.isAppleSigned {
                 let note =
                     "kakin verify: note: \(verified.environment?.rawValue ?? "local") data is not signed by Apple; its signature was not checked\n"
-                writeAll(errorOutput, Array(note.utf8))
+                FileDescriptorOutput.writeAll(errorOutput, Array(note.utf8))
             }
-            writeAll(output, verified.payload.serialized(pretty: true) + [0x0A])
+            FileDescriptorOutput.writeAll(output, verified.payload.serialized(pretty: true) + [0x0A])
             return 0
         } catch {
-            writeAll(errorOutput, Array("\(error.code.rawValue): \(error.reason)\n".utf8))
+            FileDescriptorOutput.writeAll(errorOutput, Array("\(error.code.rawValue): \(error.reason)\n".utf8))
             return 1
         }
     }
@@ -227,7 +228,7 @@ extension VerifyCommand {
                 let count = read(input, buffer.baseAddress! + filled, Self.readBytes)
                 if count < 0 {
                     if errno == EINTR { continue }
-                    VerifyCommand.writeAll(errorOutput, Array("kakin verify: cannot read standard input (errno \(errno))\n".utf8))
+                    FileDescriptorOutput.writeAll(errorOutput, Array("kakin verify: cannot read standard input (errno \(errno))\n".utf8))
                     return 1
                 }
                 let atEnd = count == 0
@@ -257,8 +258,8 @@ extension VerifyCommand {
                     }
                 }
 
-                guard VerifyCommand.writeAll(output, answers(lines, in: UnsafeRawBufferPointer(buffer))) else {
-                    VerifyCommand.writeAll(
+                guard FileDescriptorOutput.writeAll(output, answers(lines, in: UnsafeRawBufferPointer(buffer))) else {
+                    FileDescriptorOutput.writeAll(
                         errorOutput, Array("kakin verify: cannot write standard output (errno \(errno))\n".utf8))
                     return 1
                 }
@@ -344,22 +345,6 @@ extension VerifyCommand {
         private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
     }
 
-    /// Writes every byte, retrying short writes and EINTR. False on any other error.
-    @discardableResult
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
-        }
-    }
 
     /// A small whole file, or nil.
     static func readFile(_ path: String, bytesMax: Int) -> [UInt8]? {

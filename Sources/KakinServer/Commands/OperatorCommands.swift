@@ -4,6 +4,7 @@ import KakinCore
 import KakinService
 import KakinSQLite
 import KakinStorage
+import KakinSystem
 
 /// `kakin report unused-balance --as-of YYYY-MM-DD [--format json|csv] [--config F] [--database URL]`: the
 /// unused paid-coin balance at the end of that day (each app's `reportingTimeZone`, default Asia/Tokyo).
@@ -128,25 +129,5 @@ enum OperatorDatabase {
         var config = try args.last("config").map { try Configuration.load(path: $0) } ?? LocalMode.configuration()
         if let db = args.last("database") { config.database = try Configuration.Database.parse(db, relativeTo: nil) }
         return config
-    }
-}
-
-/// Writes to a file descriptor (a command's output, or a test's file standing in for it).
-enum FileDescriptorOutput {
-    /// Writes every byte, retrying short writes and EINTR. False on any other error.
-    @discardableResult
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
-        }
     }
 }

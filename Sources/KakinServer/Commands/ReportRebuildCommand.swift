@@ -1,6 +1,7 @@
 import Foundation
 import KakinCore
 import KakinService
+import KakinSystem
 
 /// `kakin report rebuild [--config F] [--database URL]`: recomputes every customer's share of the business numbers and
 /// the daily rollups from the stored facts alone, compares them with the rollups kept up incrementally, and replaces
