@@ -83,3 +83,42 @@ public func transaction(_ id: String, product: String = "coins.100", token: Stri
     }
     return try! TransactionPayload(json: .object(o))
 }
+
+/// Lets two of the outbox's PostgreSQL tests (KakinStorageTests and KakinEventsTests) at a time hold connections (two
+/// per database instance: a writer and a reader), so the whole suite's parallel tests stay under the test cluster's
+/// connection limit (`scripts/postgres`).
+public final class OutboxTestGate: Sendable {
+    public static let shared = OutboxTestGate(slots: 2)
+    private struct State {
+        var free: Int
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state: Mutex<State>
+
+    public init(slots: Int) { state = Mutex(State(free: slots)) }
+
+    public func run<T>(_ body: () async throws -> T) async throws -> T {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.free > 0 {
+                    s.free -= 1
+                    return true
+                }
+                s.waiting.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+        defer {
+            let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                if s.waiting.isEmpty {
+                    s.free += 1
+                    return nil
+                }
+                return s.waiting.removeFirst()
+            }
+            next?.resume()
+        }
+        return try await body()
+    }
+}
