@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Kakin: a self-hostable in-app-purchase backend. Dependency direction:
-// KakinCore (pure) <- KakinSystem (clock, IDs), AppStoreSecurity, KakinStorage (<- KakinSQLite, KakinPostgreSQL), AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin (with KakinAppCommand, KakinVerifyCommand).
+// KakinCore (pure, with KakinMetrics and KakinOfferings over it) <- KakinSystem (clock, IDs), AppStoreSecurity, KakinStorage (<- KakinSQLite, KakinPostgreSQL), AppStoreSimulator, AppStoreClient, KakinAdmin <- KakinServer <- kakin (with KakinAppCommand, KakinVerifyCommand).
 // C libraries live only in the C* system-library targets and the one Swift target that wraps each.
 let package = Package(
     name: "Kakin",
@@ -43,13 +43,16 @@ let package = Package(
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,
         // the unused paid-coin balance report. An adapter over KakinService's use cases and the store's queries.
-        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinEvents", "KakinMetrics", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
+        .target(name: "KakinAdmin", dependencies: ["KakinCore", "KakinService", "KakinEvents", "KakinMetrics", "KakinOfferings", "KakinStorage", "HTTPServer", "AppStoreSecurity"], exclude: ["README.md"]),
         // Business numbers, pure: facts → each customer's share of the daily rollups; rollups → the overview and series.
         .target(name: "KakinMetrics", dependencies: ["KakinCore"], exclude: ["README.md"]),
+        // Offerings and experiments, pure: offerings, placements and their targeting rules, experiments (validation,
+        // sticky assignment), and an experiment's results with their statistics. No SQL, HTTP or clock.
+        .target(name: "KakinOfferings", dependencies: ["KakinCore", "KakinMetrics"], exclude: ["README.md"]),
         // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
         // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
         .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "AppStoreSecurity", "KakinStorage", "AppStoreClient", "KakinExternal", "KakinEvents",
-                                                    "KakinMetrics"],
+                                                    "KakinMetrics", "KakinOfferings"],
                 exclude: ["README.md"]),
         // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
         // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.
@@ -57,7 +60,7 @@ let package = Package(
         // `kakin events listen`: a webhook receiver that checks Kakin-Signature and prints one event a line.
         .target(name: "KakinEventsListener", dependencies: ["KakinCore", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinMetrics", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal",
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinMetrics", "KakinOfferings", "KakinSystem", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal",
                                                     "KakinEvents", "KakinEventsListener"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
@@ -68,7 +71,7 @@ let package = Package(
         // `kakin simulate`: the whole system (simulator, use cases on a real database, KakinKit on simulated phones) on one
         // clock and one seed, with faults injected and every invariant checked after every step.
         .target(name: "KakinSimulation", dependencies: [
-            "KakinCore", "KakinService", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinEvents", "KakinAdmin", "AppStoreSimulator",
+            "KakinCore", "KakinService", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinEvents", "KakinAdmin", "KakinOfferings", "AppStoreSimulator",
             "AppStoreClient", "AppStoreSecurity", "HTTPServer", .product(name: "KakinKit", package: "KakinKit"),
         ], exclude: ["README.md"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand", "KakinSimulation"], exclude: ["README.md"]),
@@ -77,6 +80,7 @@ let package = Package(
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "KakinMetricsTests", dependencies: ["KakinMetrics", "KakinCore"]),
+        .testTarget(name: "KakinOfferingsTests", dependencies: ["KakinOfferings", "KakinMetrics", "KakinCore"]),
         .testTarget(name: "KakinExternalTests", dependencies: ["KakinExternal", "KakinCore", "AppStoreSecurity"], exclude: ["Interop"]),
         .testTarget(name: "AppStoreSecurityTests", dependencies: ["AppStoreSecurity", "KakinVerifyCommand"], exclude: ["Interop"]),
         // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.

@@ -20,6 +20,8 @@ public enum AppCommand {
           restore                App Store sync, retries, then Kakin's restore from the App Store history
           status                 Kakin's status for the customer (new / active / inactive)
           wallet                 retries unfinished transactions, then the coin balance
+          offering PLACEMENT [--app-version V] [--country CC]
+                                 what the placement's paywall shows (Kakin's rules or the experiment variant)
 
         --server is Kakin in local mode (its simulator is under /simulator/); --state holds the device
         (its unfinished transactions and Apple account) between invocations.
@@ -31,7 +33,7 @@ public enum AppCommand {
         """
 
     enum Command: String, CaseIterable {
-        case launch, buy, unfinished, restore, status, wallet
+        case launch, buy, unfinished, restore, status, wallet, offering
     }
 
     enum FailPoint: String, CaseIterable {
@@ -46,6 +48,10 @@ public enum AppCommand {
         var product: String?
         var offer: String?
         var failAt: FailPoint?
+        /// `offering`: the placement, and what the app says of itself.
+        var placement: String?
+        var appVersion: String?
+        var country: String?
         var json = false
         /// Bearer token for Kakin's customer routes (`--token`, else `KAKIN_CUSTOMER_TOKEN`).
         var token: String?
@@ -79,7 +85,7 @@ public enum AppCommand {
         var json = false
         var positionals: [String] = []
         var i = 0
-        let valued: Set<String> = ["server", "customer", "state", "offer", "fail-at", "token"]
+        let valued: Set<String> = ["server", "customer", "state", "offer", "fail-at", "token", "app-version", "country"]
         while i < arguments.count {
             let a = arguments[i]
             i += 1
@@ -137,9 +143,18 @@ public enum AppCommand {
                 guard let point = FailPoint(rawValue: f) else { throw UsageError(message: "--fail-at must be payment, send or finish") }
                 options.failAt = point
             }
+        } else if command == .offering {
+            guard positionals.count == 2 else { throw UsageError(message: "offering takes one PLACEMENT") }
+            if values["offer"] != nil || values["fail-at"] != nil { throw UsageError(message: "--offer and --fail-at go with buy") }
+            options.placement = positionals[1]
+            options.appVersion = values["app-version"]
+            options.country = values["country"]
         } else {
             guard positionals.count == 1 else { throw UsageError(message: "unexpected argument \(positionals[1])") }
             if values["offer"] != nil || values["fail-at"] != nil { throw UsageError(message: "--offer and --fail-at go with buy") }
+        }
+        if command != .offering, values["app-version"] != nil || values["country"] != nil {
+            throw UsageError(message: "--app-version and --country go with offering")
         }
         return options
     }
@@ -190,6 +205,12 @@ struct AppSession {
         case .wallet:
             do {
                 return out.wallet(try await coordinator.wallet())
+            } catch {
+                return out.failure(error)
+            }
+        case .offering:
+            do {
+                return out.offering(try await coordinator.offering(placement: options.placement!, appVersion: options.appVersion, country: options.country))
             } catch {
                 return out.failure(error)
             }
@@ -274,5 +295,8 @@ struct DroppingBackend: Backend {
     }
     func introductoryOfferEligibility(_ customerID: String, productID: String, appTransactionID: String?) async throws(KakinKitError) -> String? {
         try await inner.introductoryOfferEligibility(customerID, productID: productID, appTransactionID: appTransactionID)
+    }
+    func offering(_ customerID: String, placement: String, appVersion: String?, country: String?) async throws(KakinKitError) -> PaywallOffering {
+        try await inner.offering(customerID, placement: placement, appVersion: appVersion, country: country)
     }
 }

@@ -117,6 +117,13 @@ struct Output: Sendable {
         return r.retries.allSatisfy(\.isFinished) ? 0 : 1
     }
 
+    func offering(_ o: PaywallOffering) -> Int32 {
+        let variant = o.experiment.map { " (experiment \($0.id), variant \($0.variant))" } ?? ""
+        let lines = ["\(o.placement): offering \(o.offering.id)\(variant)"] + o.offering.packages.map { "  \($0.id): \($0.productId)" }
+        emit(lines, Self.encoded(o) as? [String: Any] ?? [:])
+        return 0
+    }
+
     // MARK: Text
 
     static func describe(_ e: KakinKitError) -> String { "\(e.id) \(e.code): \(e.message)" }

@@ -22,6 +22,8 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
     case consentRescinded = "consent.rescinded"
     case externalPurchaseReported = "external_purchase.reported"
     case notificationDead = "notification.dead"
+    /// A customer enrolled in an experiment (`data`: `experiment`, `variant`, `placement`), once per experiment.
+    case experimentEnrolled = "experiment.enrolled"
 }
 
 /// Which event types a webhook endpoint (config `types`) or a feed read (`?types=`) takes: exact names, prefixes

@@ -3,6 +3,7 @@ import AppStoreSecurity
 import KakinCore
 import KakinEvents
 import KakinMetrics
+import KakinOfferings
 import KakinStorage
 
 /// Kakin's use cases, built once over the store, the verifier and the clocks. The HTTP routes, the support desk,
@@ -70,6 +71,8 @@ public final class KakinServices: Sendable {
     public let externalPurchases: ExternalPurchases
     /// Business numbers: rollups, overview, series, rebuild (`docs/metrics.md`).
     public let businessMetrics: BusinessMetrics
+    /// Offerings, placements, experiments and their results; customer attributes.
+    public let offerings: Offerings
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -123,8 +126,18 @@ public final class KakinServices: Sendable {
         offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
         retentionMessages = RetentionMessages(store: store, verifier: verifier, access: access, apps: apps, catalog: merged,
                                               clock: clock, metrics: metrics, logger: logger)
-        businessMetrics = BusinessMetrics(store: store, settings: .from(apps: settings.apps, exchangeRates: settings.exchangeRates), clock: clock,
-                                          logger: logger)
+        let metricsSettings = MetricsSettings.from(apps: settings.apps, exchangeRates: settings.exchangeRates)
+        businessMetrics = BusinessMetrics(store: store, settings: metricsSettings, clock: clock, logger: logger)
+        offerings = Offerings(store: store, settings: Offerings.Settings(catalogs: Self.productCatalogs(merged)), catalog: merged, clock: clock,
+                              events: events, metricsSettings: metricsSettings)
+    }
+
+    /// The catalogs an offering's packages are checked against: the apps' products are what the App Store sells and what
+    /// purchases outside it (the web, Stripe) record. Google Play joins here with its own catalog; until one is configured,
+    /// a package naming a Play product is refused (`store_catalog_not_configured`).
+    static func productCatalogs(_ catalog: Catalog) -> ProductCatalogs {
+        let ids = Set(catalog.sortedProducts.map(\.productId))
+        return ProductCatalogs([.appStore: ids, .web: ids])
     }
 
     /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless

@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import KakinCore
 import KakinKit
+import KakinOfferings
 import KakinService
 import Synchronization
 
@@ -237,6 +238,18 @@ struct InProcessBackend: Backend {
         }
         guard let jws = answer["jws"]?.stringValue else { throw KakinKitError(.invalidServerResponse) }
         return .jws(offerID: offerID, compactJWS: jws)
+    }
+
+    func offering(_ customerID: String, placement: String, appVersion: String?, country: String?) async throws(KakinKitError) -> PaywallOffering {
+        let json = try await call { (s) throws(KakinError) in
+            try await s.offerings.offering(customerId: customerID, query: Offerings.Query(placement: placement, platform: .ios,
+                                                                                          appVersion: appVersion.flatMap { AppVersion($0) }, country: country))
+        }
+        do {
+            return try JSONDecoder().decode(PaywallOffering.self, from: Data(json.serialized()))
+        } catch {
+            throw KakinKitError(.invalidServerResponse, message: "offering not decodable: \(error)")
+        }
     }
 
     func introductoryOfferEligibility(_ customerID: String, productID: String, appTransactionID: String?) async throws(KakinKitError) -> String? {

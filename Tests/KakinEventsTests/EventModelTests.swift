@@ -12,7 +12,7 @@ import Testing
             "purchase.refunded", "entitlement.granted", "entitlement.revoked", "subscription.started", "subscription.renewed",
             "subscription.plan_changed", "subscription.offer_redeemed", "subscription.auto_renew_changed", "subscription.billing_issue",
             "subscription.recovered", "subscription.extended", "subscription.expired", "subscription.revoked", "consent.rescinded",
-            "external_purchase.reported", "notification.dead",
+            "external_purchase.reported", "notification.dead", "experiment.enrolled",
         ])
     }
 

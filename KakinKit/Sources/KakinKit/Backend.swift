@@ -21,6 +21,8 @@ public protocol Backend: Sendable {
     /// customer by: then the App Store's own eligibility applies).
     /// - Parameter appTransactionID: from the store, for a customer who never bought.
     func introductoryOfferEligibility(_ customerID: String, productID: String, appTransactionID: String?) async throws(KakinKitError) -> String?
+    /// `GET /v1/customers/{id}/offerings?placement=…&platform=ios[&appVersion][&country]`: what the placement shows.
+    func offering(_ customerID: String, placement: String, appVersion: String?, country: String?) async throws(KakinKitError) -> PaywallOffering
 }
 
 /// Kakin's answers after which the transaction may be finished.

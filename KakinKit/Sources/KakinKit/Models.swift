@@ -208,3 +208,69 @@ public struct Submission: Sendable, Equatable {
         self.customer = customer
     }
 }
+
+/// `GET /v1/customers/{id}/offerings?placement=…&platform=ios`: what a placement's paywall shows this customer, decided
+/// by Kakin (targeting rules, or the customer's experiment variant), so a paywall changes without an app update.
+public struct PaywallOffering: Sendable, Equatable, Codable {
+    public var placement: String
+    public var offering: Offering
+    /// The experiment and variant the customer is enrolled in here (nil when none).
+    public var experiment: Enrollment?
+
+    public struct Offering: Sendable, Equatable, Codable {
+        public var id: String
+        /// The packages the App Store sells, in the order to show them.
+        public var packages: [Package]
+        /// Free-form: copy, colours, which package to highlight (whatever your paywall reads).
+        public var metadata: PaywallMetadata?
+    }
+
+    public struct Package: Sendable, Equatable, Codable {
+        /// `monthly`, `annual`, `coins_small`… (the offering's names).
+        public var id: String
+        /// The App Store product to load and buy (`PurchaseCoordinator.products`, `purchase`).
+        public var productId: String
+    }
+
+    public struct Enrollment: Sendable, Equatable, Codable {
+        public var id: String
+        public var variant: String
+    }
+}
+
+/// An offering's free-form `metadata`, any JSON.
+public indirect enum PaywallMetadata: Sendable, Equatable, Codable {
+    case string(String), number(Double), bool(Bool), null, array([PaywallMetadata]), object([String: PaywallMetadata])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? c.decode(Double.self) { self = .number(n) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([PaywallMetadata].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: PaywallMetadata].self)) }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .string(let s): try c.encode(s)
+        case .number(let n): try c.encode(n)
+        case .bool(let b): try c.encode(b)
+        case .null: try c.encodeNil()
+        case .array(let a): try c.encode(a)
+        case .object(let o): try c.encode(o)
+        }
+    }
+
+    public subscript(key: String) -> PaywallMetadata? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+}

@@ -139,6 +139,16 @@ public actor PurchaseCoordinator {
         return status
     }
 
+    /// What a placement's paywall shows (`onboarding`, `settings`…): Kakin's targeting rules or the customer's experiment
+    /// variant decide, so the paywall changes from the server. Load the packages' products with `products(_:)` and
+    /// buy with `purchase(_:)` as usual; a purchase after the paywall counts for the customer's variant.
+    /// - Parameters:
+    ///   - appVersion: the app's version (`CFBundleShortVersionString`), for rules on app versions.
+    ///   - country: the storefront's ISO 3166-1 alpha-2 country (StoreKit's `Storefront.countryCode` is alpha-3).
+    public func offering(placement: String, appVersion: String? = nil, country: String? = nil) async throws(KakinKitError) -> PaywallOffering {
+        try await backend.offering(customerID, placement: placement, appVersion: appVersion, country: country)
+    }
+
     public func unfinishedTransactions() async -> [StoreTransaction] {
         await store.unfinished()
     }

@@ -65,6 +65,15 @@ public struct URLSessionBackend: Backend {
         return try answer.eligibility(sentAppTransactionID: appTransactionID != nil)
     }
 
+    public func offering(_ customerID: String, placement: String, appVersion: String?, country: String?) async throws(KakinKitError) -> PaywallOffering {
+        var query = [("placement", placement), ("platform", "ios")]
+        if let appVersion { query.append(("appVersion", appVersion)) }
+        if let country { query.append(("country", country)) }
+        let allowed = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+?#"))
+        let text = query.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
+        return try await call("GET", customerID, "/offerings?" + text).decode(PaywallOffering.self)
+    }
+
     // MARK: Transport
 
     func call(_ method: String, _ customerID: String, _ suffix: String, body: Data? = nil,

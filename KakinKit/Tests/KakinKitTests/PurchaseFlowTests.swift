@@ -5,6 +5,16 @@ import Testing
 /// The coordinator's rules, one flow at a time (seeds 000, 001, 004 and the mission's app-side items).
 @Suite(.timeLimit(.minutes(1)))
 struct PurchaseFlowTests {
+    @Test func aPlacementsOfferingIsWhatKakinDecidedWithItsPackagesMetadataAndVariant() async throws {
+        let w = World()
+        let offering = try await w.app().offering(placement: "onboarding", appVersion: "2.4.1", country: "JP")
+        #expect(offering.placement == "onboarding" && offering.offering.id == "annual-first")
+        #expect(offering.offering.packages.map(\.productId) == ["premium.yearly", "premium.monthly"])
+        #expect(offering.offering.metadata?["highlight"]?.stringValue == "annual" && offering.offering.metadata?["discount"] == .number(40))
+        #expect(offering.experiment?.id == "paywall-test" && offering.experiment?.variant == "b")
+        #expect(w.kakin.offeringRequests.map { "\($0.placement) \($0.appVersion ?? "-") \($0.country ?? "-")" } == ["onboarding 2.4.1 JP"])
+    }
+
     @Test func aPurchaseIsFinishedOnlyAfterKakinCreditedIt() async {
         let w = World()
         let app = w.app()

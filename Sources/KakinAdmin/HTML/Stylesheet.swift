@@ -40,6 +40,7 @@ enum Stylesheet {
         pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f0f2f6; padding: 8px; border-radius: 6px; margin: 6px 0; }
         details > summary { cursor: pointer; color: var(--accent); font-size: 13px; }
         textarea.jws { width: 100%; height: 90px; font-family: ui-monospace, monospace; font-size: 12px; }
+        textarea.json { width: 100%; height: 320px; font-family: ui-monospace, monospace; font-size: 13px; }
         .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #e8ebf1;
                  color: var(--ink); white-space: nowrap; }
         .badge.good { background: #dff3e6; color: var(--ok); }

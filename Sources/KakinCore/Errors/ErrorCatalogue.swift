@@ -82,6 +82,21 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case unknownApp
     // 5100…5149: Apple's 2026 additions (Retention Messaging, Finish Transaction, consent)
     case retentionMessagingNotConfigured
+    // 5200…5249: offerings, placements, experiments and customer attributes
+    case offeringInvalid
+    case offeringUnknownProduct
+    case storeCatalogNotConfigured
+    case placementInvalid
+    case offeringNotDefined
+    case experimentInvalid
+    case experimentOverlaps
+    case experimentStarted
+    case placementNotDefined
+    case offeringNotFound
+    case placementNotFound
+    case experimentNotFound
+    case invalidOfferingsQuery
+    case invalidAttributes
     // 6xxx: App Store simulator
     case simulatorUnknownProduct
     case simulatorNotEligible
@@ -193,6 +208,20 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .extensionRequestNotFound: return "KKN-5053"
         case .unknownApp: return "KKN-5054"
         case .retentionMessagingNotConfigured: return "KKN-5100"
+        case .offeringInvalid: return "KKN-5200"
+        case .offeringUnknownProduct: return "KKN-5201"
+        case .storeCatalogNotConfigured: return "KKN-5202"
+        case .placementInvalid: return "KKN-5203"
+        case .offeringNotDefined: return "KKN-5204"
+        case .experimentInvalid: return "KKN-5205"
+        case .experimentOverlaps: return "KKN-5206"
+        case .experimentStarted: return "KKN-5207"
+        case .placementNotDefined: return "KKN-5208"
+        case .offeringNotFound: return "KKN-5209"
+        case .placementNotFound: return "KKN-5210"
+        case .experimentNotFound: return "KKN-5211"
+        case .invalidOfferingsQuery: return "KKN-5212"
+        case .invalidAttributes: return "KKN-5213"
         case .insufficientBalance: return "KKN-4001"
         case .idempotencyKeyRequired: return "KKN-4002"
         case .idempotencyKeyReused: return "KKN-4003"
@@ -305,6 +334,20 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .extensionRequestNotFound: return "not_found"
         case .unknownApp: return "unknown_app"
         case .retentionMessagingNotConfigured: return "retention_messaging_not_configured"
+        case .offeringInvalid: return "offering_invalid"
+        case .offeringUnknownProduct: return "offering_unknown_product"
+        case .storeCatalogNotConfigured: return "store_catalog_not_configured"
+        case .placementInvalid: return "placement_invalid"
+        case .offeringNotDefined: return "offering_not_defined"
+        case .experimentInvalid: return "experiment_invalid"
+        case .experimentOverlaps: return "experiment_overlaps"
+        case .experimentStarted: return "experiment_started"
+        case .placementNotDefined: return "placement_not_defined"
+        case .offeringNotFound: return "offering_not_found"
+        case .placementNotFound: return "placement_not_found"
+        case .experimentNotFound: return "experiment_not_found"
+        case .invalidOfferingsQuery: return "invalid_offerings_query"
+        case .invalidAttributes: return "invalid_attributes"
         case .insufficientBalance: return "insufficient_balance"
         case .idempotencyKeyRequired: return "idempotency_key_required"
         case .idempotencyKeyReused: return "idempotency_key_reused"
@@ -373,6 +416,12 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             return 422
         case .appStoreAPINotConfigured, .offerSigningNotConfigured: return 501
         case .transactionNotFound, .extensionRequestNotFound, .unknownApp, .retentionMessagingNotConfigured: return 404
+        case .offeringNotFound, .placementNotFound, .experimentNotFound: return 404
+        case .invalidOfferingsQuery, .invalidAttributes: return 400
+        case .offeringInvalid, .offeringUnknownProduct, .storeCatalogNotConfigured, .placementInvalid,
+            .offeringNotDefined, .experimentInvalid, .experimentOverlaps, .experimentStarted,
+            .placementNotDefined:
+            return 422
         case .extensionNotAllowed, .extensionLimitReached: return 409
         case .alreadyProcessed, .insufficientBalance: return 409
         case .simulatorUnknownProduct, .simulatorNotEligible, .simulatorInvalidAction, .simulatorInvalidOfferSignature,
@@ -477,6 +526,20 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .extensionRequestNotFound: return "The App Store knows no renewal-date extension request with this ID for this product."
         case .unknownApp: return "This server has no app with that bundle ID."
         case .retentionMessagingNotConfigured: return "This app has no retentionMessaging rules: the App Store shows its default message."
+        case .offeringInvalid: return "The offering is not valid: the message names the field."
+        case .offeringUnknownProduct: return "A package names a product that is not in that store's catalog."
+        case .storeCatalogNotConfigured: return "A package names a product in a store this server has no catalog for (Google Play until its catalog is configured)."
+        case .placementInvalid: return "The placement is not valid: the message names the field."
+        case .offeringNotDefined: return "A placement rule, its default or an experiment variant names an offering that does not exist."
+        case .experimentInvalid: return "The experiment is not valid (2 to 4 variants with positive weights, enrollmentPercent 0 to 100, endsAt after startsAt): the message names the field."
+        case .experimentOverlaps: return "Another experiment runs on the same placement at the same time."
+        case .experimentStarted: return "A started experiment keeps its placement, startsAt and variant ids."
+        case .placementNotDefined: return "The experiment names a placement that does not exist."
+        case .offeringNotFound: return "No offering with this id."
+        case .placementNotFound: return "No placement with this id."
+        case .experimentNotFound: return "No experiment with this id."
+        case .invalidOfferingsQuery: return "The query needs placement and platform (ios, android or web); appVersion is dot-separated numbers, country an ISO 3166-1 alpha-2 code."
+        case .invalidAttributes: return "Attributes are a JSON object of keys to strings (null removes one), at most 50 per customer."
         case .insufficientBalance: return "Not enough coins; nothing was spent."
         case .idempotencyKeyRequired: return "The Idempotency-Key header is required (1 to 255 characters)."
         case .idempotencyKeyReused: return "This Idempotency-Key was used with a different request."

@@ -74,6 +74,7 @@ public final class KakinRuntime: Sendable {
         do {
             // Endpoints take the events committed from now on: registered before the first request can change anything.
             try await app.services.webhooks.prepare()
+            try await seedPaywalls(config.paywalls, app)
         } catch {
             await database.close()
             throw error
@@ -94,6 +95,17 @@ public final class KakinRuntime: Sendable {
             }
         }
         return KakinRuntime(app: app, server: server, database: database, recovery: recovery)
+    }
+
+    /// The config file's `paywalls` the database does not hold yet; one the catalogs or the others refuse stops the start
+    /// like any configuration error.
+    static func seedPaywalls(_ seeds: [Configuration.PaywallSeed], _ app: KakinApp) async throws(KakinError) {
+        do {
+            _ = try await app.services.offerings.seed(seeds.map { ($0.kind, $0.id, $0.body) }, actor: "config")
+        } catch {
+            guard error.httpStatus == 422 else { throw error }
+            throw KakinError(.invalidConfiguration, "paywalls: \(error.message)")
+        }
     }
 
     /// The app over its migrated database, without HTTP (commands use it directly).

@@ -66,6 +66,8 @@ public struct Configuration: Sendable {
     public var events: EventsSettings?
     /// Business numbers' rate table (`Configuration+Metrics.swift`).
     public var exchangeRates: ExchangeRates?
+    /// Offerings, placements and experiments to seed (`Configuration+Offerings.swift`).
+    public var paywalls: [PaywallSeed] = []
 
     public init() {}
 
@@ -90,7 +92,7 @@ public struct Configuration: Sendable {
 
     public static func parse(_ json: JSONValue, baseDirectory: String, environment: [String: String]) throws(ConfigurationError) -> Configuration {
         let o = try StrictObject(json, path: "")
-        try o.check(allowedKeys: topKeys.union(metricsTopKeys))
+        try o.check(allowedKeys: topKeys.union(metricsTopKeys).union(offeringsTopKeys))
         var c = Configuration()
         if let listen = try o.object("listen") {
             try listen.check(allowedKeys: ["host", "port"])
@@ -179,6 +181,7 @@ public struct Configuration: Sendable {
         c.events = try parseEvents(o, environment: environment)
         try validateApple2026(c)
         c.exchangeRates = try parseExchangeRates(o)
+        c.paywalls = try parsePaywalls(o)
         return c
     }
 

@@ -31,14 +31,25 @@ extension KakinApp {
         let q = c.request.query
         let from = q["from"] ?? "", to = q["to"] ?? ""
         let filter = try metricsFilter(c)
+        let cohort = try await metricsCohort(c)
         let name = c["name"]
         if name == "overview" {
-            return .json(try await services.businessMetrics.overview(from: from, to: to, filter: filter).json, status: 200)
+            return .json(try await services.businessMetrics.overview(from: from, to: to, filter: filter, cohort: cohort).json, status: 200)
         }
         guard let interval = MetricsInterval(rawValue: q["interval"] ?? "day") else {
             throw KakinError(.invalidMetricsQuery, "interval is day, week or month.")
         }
-        return .json(try await services.businessMetrics.series(name: name, interval: interval, from: from, to: to, filter: filter), status: 200)
+        return .json(try await services.businessMetrics.series(name: name, interval: interval, from: from, to: to, filter: filter, cohort: cohort),
+                     status: 200)
+    }
+
+    /// `&experiment=E&variant=V`: the numbers of that variant's customers (`MetricsCohort`).
+    func metricsCohort(_ c: RouteCall) async throws(KakinError) -> MetricsCohort? {
+        guard let experiment = c.request.query["experiment"], !experiment.isEmpty else {
+            if c.request.query["variant"].map({ !$0.isEmpty }) ?? false { throw KakinError(.invalidMetricsQuery, "variant goes with experiment.") }
+            return nil
+        }
+        return try await services.offerings.cohort(experimentId: experiment, variantId: c.request.query["variant"])
     }
 
     /// The business gauges beside the ops metrics (read from the rollups at scrape time, so every process agrees).

@@ -60,6 +60,9 @@ extension KakinApp {
         // Purchases outside the App Store: the generic source, Stripe, Apple's external purchase tokens (ExternalRoutes.swift)
         registerExternalRoutes(&r)
 
+        // Offerings, placements, experiments and their results; customer attributes (OfferingRoutes.swift)
+        registerOfferingRoutes(&r)
+
         // Renewal-date extensions (ExtensionRoutes.swift)
         r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend", .admin) { [unowned self] c throws(KakinError) in
             try await postExtendSubscription(c)

@@ -199,10 +199,10 @@ public final class BusinessMetrics: Sendable {
         return s
     }
 
-    /// `GET /v1/admin/metrics/overview` (a product filter is the desk's).
-    public func overview(from: String, to: String, filter: MetricsFilter) async throws(KakinError) -> Overview {
+    /// `GET /v1/admin/metrics/overview` (a product filter is the desk's); with a cohort, its customers' numbers.
+    public func overview(from: String, to: String, filter: MetricsFilter, cohort: MetricsCohort? = nil) async throws(KakinError) -> Overview {
         let (a, b) = try days(from: from, to: to, bundleId: filter.bundleId)
-        let (before, end, flows) = try await store.metricOverviewSums(levels: Self.levels, flows: Self.flows, fromDay: a, toDay: b)
+        let (before, end, flows) = try await overviewSums(fromDay: a, toDay: b, cohort: cohort)
         do {
             return try OverviewBuilder.build(OverviewInputs(levelsBefore: Self.sums(before), levelsAtEnd: Self.sums(end), flows: Self.sums(flows)),
                                              fromDay: a, toDay: b, filter: filter, settings: settings)
@@ -212,13 +212,14 @@ public final class BusinessMetrics: Sendable {
     }
 
     /// `GET /v1/admin/metrics/{name}`.
-    public func series(name: String, interval: MetricsInterval, from: String, to: String, filter: MetricsFilter) async throws(KakinError) -> JSONValue {
+    public func series(name: String, interval: MetricsInterval, from: String, to: String, filter: MetricsFilter,
+                       cohort: MetricsCohort? = nil) async throws(KakinError) -> JSONValue {
         guard Overview.names.contains(name) else { throw KakinError(.unknownMetric) }
         let (a, b) = try days(from: from, to: to, bundleId: filter.bundleId)
         guard interval.buckets(fromDay: a, toDay: b).count <= Self.pointsMax else {
             throw KakinError(.invalidMetricsQuery, "At most \(Self.pointsMax) points: choose a longer interval or a shorter range.")
         }
-        let (before, cells) = try await store.metricSeriesCells(levels: Self.levels, fromDay: a, toDay: b)
+        let (before, cells) = try await seriesCells(fromDay: a, toDay: b, cohort: cohort)
         var days: [RollupKey: Int64] = [:]
         for c in cells {
             days[RollupKey(metric: c.metric, bundleId: c.bundleId, productId: c.productId, currency: c.currency, day: c.day), default: 0] += c.value

@@ -254,6 +254,7 @@ final class InMemoryKakin: Backend, @unchecked Sendable {
         var restores: [String?] = []
         var statusFaults: [Fault] = []
         var gate: Gate?
+        var offeringRequests: [(placement: String, appVersion: String?, country: String?)] = []
     }
 
     let state = Locked(State())
@@ -267,6 +268,7 @@ final class InMemoryKakin: Backend, @unchecked Sendable {
     var restores: [String?] { state.with { $0.restores } }
     var eligibilityRequests: [(productID: String, appTransactionID: String?)] { state.with { $0.eligibilityRequests } }
     var paidCoins: Int64 { state.with { $0.paid } }
+    var offeringRequests: [(placement: String, appVersion: String?, country: String?)] { state.with { $0.offeringRequests } }
     func fail(_ faults: Fault...) { state.with { $0.faults += faults } }
     func failStatus(_ faults: Fault...) { state.with { $0.statusFaults += faults } }
     func revoke(_ id: String) { state.with { _ = $0.revoked.insert(id) } }
@@ -351,5 +353,20 @@ final class InMemoryKakin: Backend, @unchecked Sendable {
             return s.offersSupported
         }
         return supported ? "eligibility.\(productID).jws" : nil
+    }
+
+    /// One offering for every placement: a monthly and an annual package, in variant b of `paywall-test`.
+    func offering(_ customerID: String, placement: String, appVersion: String?, country: String?) async throws(KakinKitError) -> PaywallOffering {
+        let json = #"""
+            {"placement": "\#(placement)", "experiment": {"id": "paywall-test", "variant": "b"},
+             "offering": {"id": "annual-first", "metadata": {"highlight": "annual", "discount": 40}, "packages": [
+               {"id": "annual", "productId": "premium.yearly"}, {"id": "monthly", "productId": "premium.monthly"}]}}
+            """#
+        state.with { $0.offeringRequests.append((placement, appVersion, country)) }
+        do {
+            return try JSONDecoder().decode(PaywallOffering.self, from: Data(json.utf8))
+        } catch {
+            throw KakinKitError(.invalidServerResponse)
+        }
     }
 }
