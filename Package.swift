@@ -86,7 +86,8 @@ let package = Package(
         // The tests' throwaway PostgreSQL (a schema per test) and stores on both engines; used by test targets only.
         .target(name: "KakinTestPostgres", dependencies: ["KakinPostgreSQL", "KakinSQLite", "KakinStorage"], path: "Tests/KakinTestPostgres", exclude: ["README.md"]),
         .testTarget(name: "KakinStorageTests", dependencies: ["KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres"]),
-        .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres", "KakinExternal"]),
+        .testTarget(name: "KakinServiceTests", dependencies: ["KakinService", "KakinCore", "KakinStorage", "AppStoreSecurity", "KakinTestPostgres", "KakinExternal",
+                                                            "KakinOfferings", "KakinMetrics", "KakinEvents", "KakinSQLite", "KakinPostgreSQL"]),
         .testTarget(name: "KakinPostgreSQLTests", dependencies: ["KakinPostgreSQL", "KakinStorage", "KakinTestPostgres"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AppStoreClientTests", dependencies: ["AppStoreClient", "AppStoreSimulator", "KakinExternal"]),
@@ -95,7 +96,7 @@ let package = Package(
         .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
                                                             "KakinTestPostgres", "HTTPServer", "AppStoreSecurity"]),
         .testTarget(name: "KakinSimulationTests", dependencies: ["KakinSimulation", "KakinTestPostgres", "KakinCore", "KakinService", "KakinStorage"]),
-        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+        .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinOfferings", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

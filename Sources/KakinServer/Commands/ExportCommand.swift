@@ -4,17 +4,18 @@ import KakinService
 import KakinStorage
 import KakinSystem
 
-/// `kakin export --to DIR [--since TIME] [--until TIME] [--format csv|jsonl] [--config F] [--database URL]`: the
+/// `kakin export --to DIR [--since TIME] [--until TIME] [--format csv|jsonl] [--experiment E --variant V] [--config F] [--database URL]`: the
 /// transactions, ledger entries, events and customers written in `[since, until)` (`docs/export.md`), one file per table
 /// named by the run's `until`, and a manifest. Each file is written to a temporary name, flushed to disk and renamed:
 /// whole or not at all. A second run with `--since` = the first run's `until` adds exactly what is newer.
 enum ExportCommand {
     static let usage = """
-        usage: kakin export --to DIR [--since TIME] [--until TIME] [--format csv|jsonl] [--config kakin.json] [--database URL]
+        usage: kakin export --to DIR [--since TIME] [--until TIME] [--format csv|jsonl] [--experiment E --variant V] [--config kakin.json] [--database URL]
           Writes DIR/transactions-STAMP, ledger-STAMP, events-STAMP and customers-STAMP (.csv or .jsonl; columns in
           docs/export.md) with the rows written from --since (RFC 3339; default: the beginning) up to --until (default:
           now minus 5 seconds, so writes in flight have committed), then DIR/export-STAMP.json (the manifest, also printed).
-          Run again with --since set to the manifest's "until" to add only what is newer. Exit 0 on success.
+          Run again with --since set to the manifest's "until" to add only what is newer. --experiment and --variant keep
+          only the rows of the customers enrolled in that variant. Exit 0 on success.
         """
 
     /// Writes in flight when the export starts have had this long to commit.
@@ -23,7 +24,7 @@ enum ExportCommand {
     static func run(arguments: [String]) async -> Int32 {
         let args: ParsedArguments
         do {
-            args = try ParsedArguments(arguments, valued: ["to", "since", "until", "format", "config", "database"])
+            args = try ParsedArguments(arguments, valued: ["to", "since", "until", "format", "config", "database", "experiment", "variant"])
         } catch {
             Console.err("kakin export: \(error)")
             return 2
@@ -50,6 +51,11 @@ enum ExportCommand {
             guard let ms = Timestamp.parseRFC3339(s) else { Console.err("kakin export: --until must be an RFC 3339 time"); return 2 }
             untilMs = ms
         }
+        let experiment = args.last("experiment"), variant = args.last("variant")
+        guard (experiment == nil) == (variant == nil) else {
+            Console.err("kakin export: --experiment and --variant go together")
+            return 2
+        }
         let config: Configuration
         do {
             config = try OperatorDatabase.configuration(args)
@@ -67,7 +73,13 @@ enum ExportCommand {
             }
             let manifest: JSONValue
             do {
-                manifest = try await Exporter.export(store: app.store, directory: directory, sinceMs: sinceMs, untilMs: until, format: format)
+                var cohort: Exporter.Cohort?
+                if let experiment, let variant {
+                    let named = try await app.services.offerings.cohort(experimentId: experiment, variantId: variant)
+                    cohort = Exporter.Cohort(cohort: named, customers: try await Exporter.customers(of: named, app.services.offerings))
+                }
+                manifest = try await Exporter.export(store: app.store, directory: directory, sinceMs: sinceMs, untilMs: until, format: format,
+                                                     cohort: cohort)
             } catch {
                 await database.close()
                 throw error
@@ -89,8 +101,33 @@ enum ExportCommand {
 enum Exporter {
     enum Format: String { case csv, jsonl }
 
+    /// Customers an export filtered by experiment variant keeps at most (held in memory as a set).
+    static let cohortCustomersMax = 2_000_000
+
+    /// The customers enrolled in the cohort's variant.
+    static func customers(of cohort: MetricsCohort, _ offerings: Offerings) async throws(KakinError) -> Set<String> {
+        var out: Set<String> = []
+        var after: String?
+        while out.count < cohortCustomersMax {
+            let page = try await offerings.enrolledCustomers(experimentId: cohort.experimentId, variantId: cohort.variantId, after: after,
+                                                             limit: KakinStore.exportPageRowsMax)
+            out.formUnion(page)
+            guard page.count == KakinStore.exportPageRowsMax, let last = page.last else { break }
+            after = last
+        }
+        return out
+    }
+
+    /// An export of one experiment variant's customers: their rows only, the manifest naming the variant.
+    struct Cohort {
+        var cohort: MetricsCohort
+        var customers: Set<String>
+    }
+
     /// Writes the four files and the manifest; answers the manifest.
-    static func export(store: KakinStore, directory: String, sinceMs: Int64, untilMs: Int64, format: Format) async throws -> JSONValue {
+    /// - Parameter cohort: when given, only rows of its customers are written.
+    static func export(store: KakinStore, directory: String, sinceMs: Int64, untilMs: Int64, format: Format,
+                       cohort: Cohort? = nil) async throws -> JSONValue {
         precondition(untilMs > sinceMs, "an export window is not empty")
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -109,18 +146,24 @@ enum Exporter {
                     let page = try await store.exportPage(table, sinceMs: sinceMs, untilMs: untilMs, afterKey: after,
                                                           limit: KakinStore.exportPageRowsMax)
                     guard let last = page.last else { break }
+                    let kept = cohort.map { c in page.filter { c.customers.contains($0.values["customerId"]?.stringValue ?? "") } } ?? page
                     var text = ""
-                    for row in page { text += line(row, table: table, format: format) }
+                    for row in kept { text += line(row, table: table, format: format) }
                     try write(fd, text)
-                    count += page.count
+                    count += kept.count
                     after = last.key
                 }
                 return count
             }
             files[table.rawValue] = ["file": .string(name), "rows": .int(Int64(rows))]
         }
-        let manifest: JSONValue = ["since": .string(Timestamp.rfc3339(sinceMs)), "until": .string(Timestamp.rfc3339(untilMs)),
+        var manifest: JSONValue = ["since": .string(Timestamp.rfc3339(sinceMs)), "until": .string(Timestamp.rfc3339(untilMs)),
                                    "format": .string(format.rawValue), "files": .object(files)]
+        if let cohort, case .object(var o) = manifest {
+            o["cohort"] = ["experiment": .string(cohort.cohort.experimentId), "variant": .string(cohort.cohort.variantId),
+                           "customers": .int(Int64(cohort.customers.count))]
+            manifest = .object(o)
+        }
         _ = try await writeAtomically(directory: directory, name: "export-\(stamp).json") { fd in
             try write(fd, manifest.prettyString() + "\n")
             return 0

@@ -83,12 +83,7 @@ final class SimulatedKakin: Sendable {
     func sim(_ method: String, _ pathAndQuery: String, _ body: JSONValue? = nil) async throws -> JSONValue {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json")
-        let parts = pathAndQuery.split(separator: "?", maxSplits: 1).map(String.init)
-        let path = parts[0]
-        let query = parts.count > 1 ? parts[1].split(separator: "&").map { item -> (name: String, value: String) in
-            let pair = item.split(separator: "=", maxSplits: 1).map(String.init)
-            return (pair[0], pair.count > 1 ? pair[1] : "")
-        } : []
+        let (path, query) = Self.split(pathAndQuery)
         let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: query, headers: headers,
                                   body: body?.serialized() ?? [], requestId: "test", remoteAddress: nil)
         let response = await simulator.handle(request)
@@ -98,13 +93,24 @@ final class SimulatedKakin: Sendable {
         return (try? JSONParser.parse(response.body)) ?? .null
     }
 
+    /// A path with its query (`/v1/x?a=1&b=2`) as the HTTP edge hands it over.
+    static func split(_ pathAndQuery: String) -> (path: String, query: [(name: String, value: String)]) {
+        let parts = pathAndQuery.split(separator: "?", maxSplits: 1).map(String.init)
+        let query = parts.count > 1 ? parts[1].split(separator: "&").map { item -> (name: String, value: String) in
+            let pair = item.split(separator: "=", maxSplits: 1).map(String.init)
+            return (pair[0], pair.count > 1 ? pair[1] : "")
+        } : []
+        return (parts[0], query)
+    }
+
     /// Kakin's own HTTP route, called in-process.
-    func kakin(_ method: String, _ path: String, _ body: JSONValue? = nil,
+    func kakin(_ method: String, _ pathAndQuery: String, _ body: JSONValue? = nil,
                headers extra: [(String, String)] = []) async -> (status: Int, json: JSONValue) {
         var headers = HTTPHeaders()
         if body != nil { headers.add("Content-Type", "application/json") }
         for (name, value) in extra { headers.add(name, value) }
-        let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: [], headers: headers,
+        let (path, query) = Self.split(pathAndQuery)
+        let request = HTTPRequest(method: method, path: path, rawPath: path, queryItems: query, headers: headers,
                                   body: body?.serialized() ?? [], requestId: "test", remoteAddress: nil)
         let response = await app.handle(request)
         return (response.status, (try? JSONParser.parse(response.body)) ?? .null)
