@@ -8,12 +8,17 @@ public enum SimulateCommand {
     public static let usage = """
         usage: kakin simulate --seed N [--customers N] [--days N] [--faults none|all|LIST] [--database URL]
                               [--replay --until STEP] [--actions N] [--no-shrink] [--quiet]
+               kakin simulate --seed N --experiment a=0.08,b=0.12 [--customers N] [--database URL]
           faults: \(FaultSet.names.map(\.0).joined(separator: ","))
+          --experiment: an A/B test of 2 to 4 variants with their true conversion rates (the first is the control): every
+          customer asks Kakin for the onboarding paywall and buys with its variant's rate; prints Kakin's results
         """
 
     struct Parsed {
         var options: SimulationOptions
         var shrink = true
+        /// `--experiment`: the variants' true conversion rates.
+        var experiment: [(id: String, rate: Double)]?
     }
 
     static func parse(_ args: [String]) -> Parsed? {
@@ -25,6 +30,7 @@ public enum SimulateCommand {
         var until: Int?
         var actions: Int?
         var shrink = true, quiet = false
+        var experiment: [(id: String, rate: Double)]?
         var i = 0
         func value() -> String? {
             i += 1
@@ -42,6 +48,7 @@ public enum SimulateCommand {
             case "--actions": guard let v = value().flatMap({ Int($0) }), v >= 0 else { return nil }; actions = v
             case "--no-shrink": shrink = false
             case "--quiet": quiet = true
+            case "--experiment": guard let v = value().flatMap(ExperimentRun.parse) else { return nil }; experiment = v
             default: return nil
             }
             i += 1
@@ -50,7 +57,8 @@ public enum SimulateCommand {
         var options = SimulationOptions(seed: seed, customers: customers, days: days, faults: faults, databaseURL: database, untilStep: until,
                                         actionsMax: actions)
         options.printDays = !quiet
-        return Parsed(options: options, shrink: shrink && until == nil)
+        guard experiment == nil || (!replay && actions == nil) else { return nil }
+        return Parsed(options: options, shrink: shrink && until == nil, experiment: experiment)
     }
 
     public static func run(_ args: [String]) async -> Int32 {
@@ -63,6 +71,17 @@ public enum SimulateCommand {
             return 2
         }
         let started = ContinuousClock.now
+        if let rates = parsed.experiment {
+            do {
+                let outcome = try await ExperimentRun.run(parsed.options, rates: rates)
+                for line in ExperimentRun.lines(outcome, rates: rates, seed: parsed.options.seed) { print(line) }
+                print("seconds \(String(format: "%.1f", Simulation.seconds(since: started)))")
+                return outcome.matches ? 0 : 1
+            } catch {
+                FileHandle.standardError.write(Data("simulate: the experiment failed: \(error)\n".utf8))
+                return 1
+            }
+        }
         let result: SimulationResult
         do {
             result = try await Simulation.run(parsed.options, printLastLines: true)
