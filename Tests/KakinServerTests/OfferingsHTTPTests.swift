@@ -183,3 +183,51 @@ import Testing
         }
     }
 }
+
+/// `paywalls` in the config file: shapes checked at load, objects the database lacks seeded at start (once), a seed the
+/// catalogs refuse stops the start.
+@Suite struct OfferingsSeed {
+    static let app = #"{"bundleId": "com.example.video", "environments": ["Sandbox"], "products": [{"productId": "coins.100", "type": "consumable", "coins": 100}]}"#
+
+    func configuration(_ paywalls: String) throws -> Configuration {
+        try Configuration.parse(try JSONParser.parse(#"{"apps": [\#(Self.app)], "paywalls": \#(paywalls)}"#), baseDirectory: "/tmp", environment: [:])
+    }
+
+    @Test func aMalformedSeedIsAConfigurationErrorNamingItsKey() {
+        for (paywalls, key) in [(#"{"offerings": {"x": {"packages": []}}}"#, "paywalls.offerings.x"),
+                                (#"{"placements": {"bad id": {"default": "x"}}}"#, "paywalls.placements.bad id"),
+                                (#"{"experiment": {}}"#, "paywalls.experiment")] {
+            do {
+                _ = try configuration(paywalls)
+                Issue.record("\(paywalls) was accepted")
+            } catch let e as ConfigurationError {
+                #expect(e.description.hasPrefix(key), "\(e)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
+    @Test func theSeedIsWrittenOnceAndEditsSurviveARestart() async throws {
+        let seed: [Configuration.PaywallSeed] = [
+            .init(kind: .offering, id: "coins", body: ["packages": [["id": "c", "appStore": "coins.100"]]]),
+            .init(kind: .placement, id: "shop", body: ["default": "coins"]),
+        ]
+        let k = try await TestKakin.start(configure: { $0.paywalls = seed })
+        #expect(try await k.request("GET", "/v1/admin/placements/shop").json["updatedBy"] == "config")
+        #expect(try await k.request("PUT", "/v1/admin/offerings/coins", json: ["packages": [["id": "c", "appStore": "coins.500"]]]).status == 200)
+        await k.stop(keepingFiles: true)
+        let again = try await TestKakin.start(directory: k.directory, manualClock: k.clock, appStore: k.appStore, configure: { $0.paywalls = seed })
+        let offering = try await again.request("GET", "/v1/admin/offerings/coins").json
+        #expect(offering["version"] == 2 && offering["packages"]?.arrayValue?.first?["appStore"] == "coins.500")
+        await again.stop()
+
+        do {
+            let refused = try await TestKakin.start(configure: { $0.paywalls = [.init(kind: .offering, id: "x", body: ["packages": [["id": "c", "appStore": "nope"]]])] })
+            await refused.stop()
+            Issue.record("a seed naming an unknown product started")
+        } catch let e as KakinError {
+            #expect(e.kind == .invalidConfiguration && e.message.hasPrefix("paywalls: Package c names nope"))
+        }
+    }
+}
