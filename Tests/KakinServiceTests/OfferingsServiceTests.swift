@@ -52,12 +52,17 @@ import Testing
 
     static let ios = Offerings.Query(placement: "onboarding", platform: .ios)
 
+    /// Offerings `coins` and `premium`, placement `onboarding` showing `coins`.
+    static func defineTwoOfferingsAndAPlacement(_ o: Offerings) async throws {
+        _ = try await o.put(.offering, id: "coins", body: ["packages": [["id": "c", "appStore": "coins.100"]]], actor: "aiko")
+        _ = try await o.put(.offering, id: "premium", body: ["packages": [["id": "m", "appStore": "premium"]]], actor: "aiko")
+        _ = try await o.put(.placement, id: "onboarding", body: ["default": "coins"], actor: "aiko")
+    }
+
     @Test(arguments: Backend.available) func aChangeThroughOneProcessIsAnsweredByTheOtherAtItsNextRead(_ backend: Backend) async throws {
         try await Self.withTwoProcesses(backend) { a, b, clock in
             let one = Self.offerings(a, clock: clock), two = Self.offerings(b, clock: clock)
-            _ = try await one.put(.offering, id: "coins", body: ["packages": [["id": "c", "appStore": "coins.100"]]], actor: "aiko")
-            _ = try await one.put(.offering, id: "premium", body: ["packages": [["id": "m", "appStore": "premium"]]], actor: "aiko")
-            _ = try await one.put(.placement, id: "onboarding", body: ["default": "coins"], actor: "aiko")
+            try await Self.defineTwoOfferingsAndAPlacement(one)
             #expect(try await two.offering(customerId: "u1", query: Self.ios)["offering"]?["id"] == "coins")
             // The other process changes the placement; the first one, which compiled version 1, answers version 2 next.
             let stored = try await two.put(.placement, id: "onboarding", body: ["default": "premium"], actor: "ken")
@@ -102,9 +107,7 @@ import Testing
     @Test(arguments: Backend.available) func anEnrollmentIsRecordedOnceWithOneEventWhateverAsksAtOnce(_ backend: Backend) async throws {
         try await Self.withTwoProcesses(backend) { a, b, clock in
             let one = Self.offerings(a, clock: clock), two = Self.offerings(b, clock: clock)
-            _ = try await one.put(.offering, id: "coins", body: ["packages": [["id": "c", "appStore": "coins.100"]]], actor: "aiko")
-            _ = try await one.put(.offering, id: "premium", body: ["packages": [["id": "m", "appStore": "premium"]]], actor: "aiko")
-            _ = try await one.put(.placement, id: "onboarding", body: ["default": "coins"], actor: "aiko")
+            try await Self.defineTwoOfferingsAndAPlacement(one)
             _ = try await one.put(.experiment, id: "e1", body: [
                 "placement": "onboarding", "enrollmentPercent": 100, "startsAt": .string(Timestamp.rfc3339(clock.nowMs() - 1)),
                 "variants": [["id": "a", "offering": "coins", "weight": 1], ["id": "b", "offering": "premium", "weight": 1]],

@@ -284,8 +284,8 @@ public final class Offerings: Sendable {
         return ExperimentResults.json(experiment, tallies: tallies, nowMs: now, complete: complete)
     }
 
-    static func external(_ p: OfferingsRecords.ExternalPurchase) -> PurchaseFact.External {
-        PurchaseFact.External(provider: p.provider, externalId: p.externalId, productId: p.productId, price: p.price, currency: p.currency,
+    static func external(_ p: ExternalPurchaseRow) -> PurchaseFact.External {
+        PurchaseFact.External(provider: p.provider, externalId: p.externalId, productId: p.productId ?? "", price: p.price, currency: p.currency,
                               purchasedAtMs: p.purchasedAtMs, expiresAtMs: p.expiresAtMs, periodStartMs: p.periodStartMs,
                               subscriptionId: p.subscriptionId, refundedTotal: p.refundedTotal)
     }

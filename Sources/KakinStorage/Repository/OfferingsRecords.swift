@@ -44,20 +44,6 @@ public struct OfferingsRecords {
         public var enrolledAtMs: Int64
     }
 
-    /// A purchase outside the App Store as stored (`external_purchases`, applied to a customer).
-    public struct ExternalPurchase: Sendable, Hashable {
-        public var provider: String
-        public var externalId: String
-        public var productId: String
-        public var price: Int64
-        public var currency: String
-        public var purchasedAtMs: Int64
-        public var expiresAtMs: Int64?
-        public var periodStartMs: Int64?
-        public var subscriptionId: String?
-        public var refundedTotal: Int64
-    }
-
     static let revisionName = "config"
     /// Rows a whole-config read may return (every object of every kind, at their limits).
     public static let objectsReadMax = 2_000
@@ -171,24 +157,13 @@ public struct OfferingsRecords {
     // MARK: Facts beside the App Store's
 
     /// The applied purchases outside the App Store of up to `KakinStore.metricFactsCustomersMax` customers.
-    public func externalPurchases(customerIds: [String]) throws -> [String: [ExternalPurchase]] {
+    public func externalPurchases(customerIds: [String]) throws -> [String: [ExternalPurchaseRow]] {
         precondition(customerIds.count <= KakinStore.metricFactsCustomersMax, "at most \(KakinStore.metricFactsCustomersMax) customers per read")
         guard !customerIds.isEmpty else { return [:] }
         let list = Array(repeating: "?", count: customerIds.count).joined(separator: ", ")
-        var out: [String: [ExternalPurchase]] = [:]
-        for r in try db.query("""
-            SELECT customer_id, provider, external_id, product_id, price, currency, purchased_at_ms, expires_at_ms, period_start_ms,
-                   subscription_id, refunded_total
-            FROM external_purchases WHERE customer_id IN (\(list)) AND applied = 1
-            """, customerIds.map { .text($0) }) {
-            guard let c = r.string("customer_id") else { continue }
-            out[c, default: []].append(ExternalPurchase(
-                provider: r.string("provider") ?? "", externalId: r.string("external_id") ?? "", productId: r.string("product_id") ?? "",
-                price: r.int("price") ?? 0, currency: r.string("currency") ?? "", purchasedAtMs: r.int("purchased_at_ms") ?? 0,
-                expiresAtMs: r.int("expires_at_ms"), periodStartMs: r.int("period_start_ms"), subscriptionId: r.string("subscription_id"),
-                refundedTotal: r.int("refunded_total") ?? 0))
-        }
-        return out
+        let rows = try db.query("SELECT \(Records.purchaseColumns) FROM external_purchases WHERE customer_id IN (\(list)) AND applied = 1",
+                                customerIds.map { .text($0) }).map(Records.purchaseRow)
+        return Dictionary(grouping: rows) { $0.customerId ?? "" }
     }
 }
 
