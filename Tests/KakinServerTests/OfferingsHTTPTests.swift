@@ -178,6 +178,9 @@ import Testing
             let results = await admin.get("/admin/experiments/e1")
             #expect(results.status == 200 && results.text.contains("<svg") && results.text.contains("Paid conversion rate"))
             #expect(results.headers["Content-Security-Policy"]?.contains("default-src 'none'") == true && !results.text.contains("<script"))
+            let numbers = await admin.get("/admin/metrics?experiment=e1&variant=b")
+            #expect(numbers.status == 200 && numbers.text.contains("customers of experiment") && numbers.text.contains("name=\"variant\" value=\"b\""))
+            #expect(results.text.contains("/admin/metrics?experiment=e1&variant=b"))
             let audit = await admin.get("/admin/audit")
             #expect(audit.status == 200 && audit.text.contains("experiment") && audit.text.contains("local"))
         }

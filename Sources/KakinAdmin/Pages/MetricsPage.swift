@@ -1,5 +1,6 @@
 import KakinCore
 import KakinMetrics
+import KakinService
 import KakinStorage
 
 /// `/admin/metrics`: the business numbers (the same `BusinessMetrics` answers as `GET /v1/admin/metrics/…`) with
@@ -12,6 +13,8 @@ enum MetricsPage {
         var bundleId: String?
         var productId: String?
         var interval: MetricsInterval
+        /// An experiment variant whose customers' numbers these are (nil: everyone's).
+        var cohort: MetricsCohort? = nil
     }
 
     struct Chart {
@@ -65,7 +68,7 @@ enum MetricsPage {
             <label>To<input type="date" name="to" value="\(query.to)"></label>
             <label>App<select name="bundleId">\(appOptions)</select></label>
             <label>Product<select name="productId">\(productOptions)</select></label>
-            <label>Interval<select name="interval">\(intervalOptions)</select></label>
+            <label>Interval<select name="interval">\(intervalOptions)</select></label>\(cohortFields(query.cohort))
             <button type="submit">Show</button>
             </form>
             <p class="muted small">Days of \(overview.timeZone). Definitions: docs/metrics.md. The same figures as \
@@ -78,6 +81,16 @@ enum MetricsPage {
             <th class="num">converted</th><th class="num">churned</th><th class="num">gross</th><th class="num">refunds</th></tr>\(rows)</table></div>
             </section>
             """)
+    }
+
+    /// Keeps an experiment variant's filter in the form, and says whose numbers these are.
+    static func cohortFields(_ cohort: MetricsCohort?) -> HTML {
+        guard let c = cohort else { return .empty }
+        return """
+            <input type="hidden" name="experiment" value="\(c.experimentId)"><input type="hidden" name="variant" value="\(c.variantId)">\
+            <span class="small">customers of experiment <a href="\(Link.experiment(c.experimentId))">\(c.experimentId)</a>, variant \(c.variantId) \
+            (<a href="/admin/metrics">everyone</a>)</span>
+            """
     }
 
     static func percent(_ r: Double) -> String {

@@ -153,7 +153,8 @@ enum ExperimentPage {
                 <td class="num">\(v["enrolled"]?.int64Value ?? 0)</td><td class="num">\(v["trialsStarted"]?.int64Value ?? 0)</td>\
                 <td class="num">\(v["trialConversions"]?.int64Value ?? 0)</td><td class="num">\(v["paidConversions"]?.int64Value ?? 0)</td>\
                 <td class="num">\(v["refunds"]?.int64Value ?? 0)</td><td class="small">\(revenue.isEmpty ? "—" : revenue)</td>\
-                <td class="num">\(probability(v["probabilityToBeatControl"]))</td></tr>
+                <td class="num">\(probability(v["probabilityToBeatControl"]))</td>\
+                <td><a class="small" href="/admin/metrics?experiment=\(URLText.encode(id))&variant=\(URLText.encode(v["id"]?.stringValue ?? ""))">numbers</a></td></tr>
                 """
         }
         func rateBars(_ name: String) -> [Bar] {
@@ -187,7 +188,7 @@ enum ExperimentPage {
             enrolled count for its variant, refunds deducted. Intervals are 95 %; "beats control" is the probability that the variant's paid \
             conversion rate is above the control's. <a href="\(Link.offeringEdit(.experiment, id))">Edit</a></p>
             <div class="scroll"><table><tr><th>variant</th><th class="num">enrolled</th><th class="num">trials</th><th class="num">trial conv.</th>\
-            <th class="num">paid conv.</th><th class="num">refunds</th><th>revenue per customer [95 %]</th><th class="num">beats control</th></tr>\
+            <th class="num">paid conv.</th><th class="num">refunds</th><th>revenue per customer [95 %]</th><th class="num">beats control</th><th></th></tr>\
             \(rows)</table></div></section>
             <div class="grid charts">\(charts)</div>
             """)

@@ -4,8 +4,9 @@ import KakinMetrics
 import KakinService
 
 extension SupportDesk {
-    /// `/admin/metrics?from&to&bundleId&productId&interval`: the overview, one chart per number, and the per-product
-    /// breakdown. Defaults: the last 90 days up to today (the apps' reporting zone), weekly.
+    /// `/admin/metrics?from&to&bundleId&productId&interval[&experiment&variant]`: the overview, one chart per number, and
+    /// the per-product breakdown; with an experiment variant, of its customers only (their numbers computed once for the
+    /// page). Defaults: the last 90 days up to today (the apps' reporting zone), weekly.
     public func metricsPage(_ request: HTTPRequest) async -> HTTPResponse {
         await page(request) { session throws(KakinError) in
             let numbers = services.businessMetrics
@@ -16,10 +17,13 @@ extension SupportDesk {
             let from = value("from") ?? CivilDay.string((CivilDay.parse(to) ?? today) - 89)
             guard let interval = MetricsInterval(rawValue: value("interval") ?? "week") else { throw KakinError(.invalidMetricsQuery) }
             let filter = MetricsFilter(bundleId: value("bundleId"), productId: value("productId"))
-            let overview = try await numbers.overview(from: from, to: to, filter: filter)
+            let named = try await services.offerings.cohort(query: q)
+            var cohort: CohortCells?
+            if let named { cohort = try await numbers.cells(of: named) }
+            let overview = try await numbers.overview(from: from, to: to, filter: filter, cohort: cohort)
             var series: [String: JSONValue] = [:]
             for name in ["activeSubscriptions", "activeTrials", "newSubscriptions", "churned", "mrr", "revenue", "refunds", "coins"] {
-                series[name] = try await numbers.series(name: name, interval: interval, from: from, to: to, filter: filter)
+                series[name] = try await numbers.series(name: name, interval: interval, from: from, to: to, filter: filter, cohort: cohort)
             }
             func points(_ name: String, _ pick: (JSONValue) -> Double) -> [(label: String, value: Double)] {
                 (series[name]?["points"]?.arrayValue ?? []).map { p in (p["start"]?.stringValue ?? "", pick(p["value"] ?? .null)) }
@@ -47,10 +51,10 @@ extension SupportDesk {
             for p in products where filter.productId == nil || filter.productId == p {
                 var f = filter
                 f.productId = p
-                perProduct.append((p, try await numbers.overview(from: from, to: to, filter: f)))
+                perProduct.append((p, try await numbers.overview(from: from, to: to, filter: f, cohort: cohort)))
             }
             return Layout.response(MetricsPage.render(session: session, query: .init(from: from, to: to, bundleId: filter.bundleId,
-                                                                                     productId: filter.productId, interval: interval),
+                                                                                     productId: filter.productId, interval: interval, cohort: named),
                                                       apps: apps, products: products, overview: overview, perProduct: perProduct, charts: charts))
         }
     }

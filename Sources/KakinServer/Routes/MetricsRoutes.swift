@@ -43,13 +43,10 @@ extension KakinApp {
                      status: 200)
     }
 
-    /// `&experiment=E&variant=V`: the numbers of that variant's customers (`MetricsCohort`).
-    func metricsCohort(_ c: RouteCall) async throws(KakinError) -> MetricsCohort? {
-        guard let experiment = c.request.query["experiment"], !experiment.isEmpty else {
-            if c.request.query["variant"].map({ !$0.isEmpty }) ?? false { throw KakinError(.invalidMetricsQuery, "variant goes with experiment.") }
-            return nil
-        }
-        return try await services.offerings.cohort(experimentId: experiment, variantId: c.request.query["variant"])
+    /// `&experiment=E&variant=V`: the numbers of that variant's customers (`MetricsCohort`), computed once.
+    func metricsCohort(_ c: RouteCall) async throws(KakinError) -> CohortCells? {
+        guard let cohort = try await services.offerings.cohort(query: c.request.query) else { return nil }
+        return try await services.businessMetrics.cells(of: cohort)
     }
 
     /// The business gauges beside the ops metrics (read from the rollups at scrape time, so every process agrees).

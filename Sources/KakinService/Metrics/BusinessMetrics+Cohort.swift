@@ -17,10 +17,15 @@ public struct MetricsCohort: Sendable, Hashable {
     }
 }
 
+/// A cohort's share of the rollups, computed once and read by as many overviews and series as a page shows.
+public struct CohortCells: Sendable {
+    let cells: [MetricCell]
+}
+
 extension BusinessMetrics {
     /// The cohort's share of the rollups: the sum of its customers' shares, paged through its enrollments (at most
     /// `OfferingLimits.resultsEnrollmentsMax`-many customers are read, in pages of `metricFactsCustomersMax`).
-    func cells(of cohort: MetricsCohort) async throws(KakinError) -> [MetricCell] {
+    public func cells(of cohort: MetricsCohort) async throws(KakinError) -> CohortCells {
         let settings = settings
         var total = Contribution()
         var after: String?
@@ -38,25 +43,23 @@ extension BusinessMetrics {
             guard let last else { break }
             after = last
         }
-        return Self.cells(total)
+        return CohortCells(cells: Self.cells(total))
     }
 
     /// The overview's three sums (levels before `from`, levels at the end of `to`, flows of `from…to`), from the rollups
     /// or, for a cohort, from its customers' facts.
-    func overviewSums(fromDay a: Int64, toDay b: Int64, cohort: MetricsCohort?) async throws(KakinError)
+    func overviewSums(fromDay a: Int64, toDay b: Int64, cohort: CohortCells?) async throws(KakinError)
         -> (before: [MetricCell], atEnd: [MetricCell], flows: [MetricCell])
     {
-        guard let cohort else { return try await store.metricOverviewSums(levels: Self.levels, flows: Self.flows, fromDay: a, toDay: b) }
-        let cells = try await cells(of: cohort)
+        guard let cells = cohort?.cells else { return try await store.metricOverviewSums(levels: Self.levels, flows: Self.flows, fromDay: a, toDay: b) }
         let levels = Set(Self.levels)
         return (cells.filter { levels.contains($0.metric) && $0.day < a }, cells.filter { levels.contains($0.metric) && $0.day <= b },
                 cells.filter { !levels.contains($0.metric) && $0.day >= a && $0.day <= b })
     }
 
     /// A series' inputs: levels before `from`, and every cell of `from…to`.
-    func seriesCells(fromDay a: Int64, toDay b: Int64, cohort: MetricsCohort?) async throws(KakinError) -> (before: [MetricCell], days: [MetricCell]) {
-        guard let cohort else { return try await store.metricSeriesCells(levels: Self.levels, fromDay: a, toDay: b) }
-        let cells = try await cells(of: cohort)
+    func seriesCells(fromDay a: Int64, toDay b: Int64, cohort: CohortCells?) async throws(KakinError) -> (before: [MetricCell], days: [MetricCell]) {
+        guard let cells = cohort?.cells else { return try await store.metricSeriesCells(levels: Self.levels, fromDay: a, toDay: b) }
         let levels = Set(Self.levels)
         return (cells.filter { levels.contains($0.metric) && $0.day < a }, cells.filter { $0.day >= a && $0.day <= b })
     }

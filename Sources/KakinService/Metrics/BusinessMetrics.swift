@@ -200,7 +200,7 @@ public final class BusinessMetrics: Sendable {
     }
 
     /// `GET /v1/admin/metrics/overview` (a product filter is the desk's); with a cohort, its customers' numbers.
-    public func overview(from: String, to: String, filter: MetricsFilter, cohort: MetricsCohort? = nil) async throws(KakinError) -> Overview {
+    public func overview(from: String, to: String, filter: MetricsFilter, cohort: CohortCells? = nil) async throws(KakinError) -> Overview {
         let (a, b) = try days(from: from, to: to, bundleId: filter.bundleId)
         let (before, end, flows) = try await overviewSums(fromDay: a, toDay: b, cohort: cohort)
         do {
@@ -213,7 +213,7 @@ public final class BusinessMetrics: Sendable {
 
     /// `GET /v1/admin/metrics/{name}`.
     public func series(name: String, interval: MetricsInterval, from: String, to: String, filter: MetricsFilter,
-                       cohort: MetricsCohort? = nil) async throws(KakinError) -> JSONValue {
+                       cohort: CohortCells? = nil) async throws(KakinError) -> JSONValue {
         guard Overview.names.contains(name) else { throw KakinError(.unknownMetric) }
         let (a, b) = try days(from: from, to: to, bundleId: filter.bundleId)
         guard interval.buckets(fromDay: a, toDay: b).count <= Self.pointsMax else {

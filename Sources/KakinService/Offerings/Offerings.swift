@@ -297,6 +297,15 @@ public final class Offerings: Sendable {
         }
     }
 
+    /// The cohort a query's `experiment` and `variant` name (nil when neither is given); `variant` alone is a 400.
+    public func cohort(query: [String: String]) async throws(KakinError) -> MetricsCohort? {
+        guard let experiment = query["experiment"], !experiment.isEmpty else {
+            if let v = query["variant"], !v.isEmpty { throw KakinError(.invalidMetricsQuery, "variant goes with experiment.") }
+            return nil
+        }
+        return try await cohort(experimentId: experiment, variantId: query["variant"])
+    }
+
     /// The cohort `?experiment=E&variant=V` names, checked: 404 for an unknown experiment, 400 for a variant it lacks.
     public func cohort(experimentId: String, variantId: String?) async throws(KakinError) -> MetricsCohort {
         guard let experiment = try await current().experiments[experimentId] else {
