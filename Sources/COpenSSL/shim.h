@@ -16,11 +16,21 @@
 #include <openssl/rand.h>
 #include <openssl/objects.h>
 #include <openssl/pkcs7.h>
-#include <openssl/crypto.h>
+#include <openssl/param_build.h>
 
 /// EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *kakin_EVP_EC_gen_P256(void) {
     return EVP_EC_gen("P-256");
+}
+
+/// EVP_RSA_gen is a macro over the variadic EVP_PKEY_Q_keygen.
+static inline EVP_PKEY *kakin_EVP_RSA_gen(unsigned int bits) {
+    return EVP_RSA_gen(bits);
+}
+
+/// EVP_PKEY_PUBLIC_KEY is a composite macro (the selection EVP_PKEY_fromdata takes for a public key).
+static inline int kakin_EVP_PKEY_PUBLIC_KEY(void) {
+    return EVP_PKEY_PUBLIC_KEY;
 }
 
 /// BIO_get_mem_data is a macro over BIO_ctrl.

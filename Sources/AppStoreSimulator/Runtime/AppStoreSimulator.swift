@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinSystem
 import Synchronization
 
