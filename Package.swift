@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "AppStoreSimulator", dependencies: ["KakinCore", "KakinCrypto", "KakinSystem", "AppStoreSecurity", "HTTPServer"], exclude: ["README.md"]),
         // The Google Play Developer API client (service-account OAuth, retries): talks to Google or to the Play simulator alike;
         // and the JWKS fetch behind RTDN push-token checks.
-        .target(name: "GooglePlayClient", dependencies: ["KakinCore", "GooglePlaySecurity", "StoreAPITransport"], exclude: ["README.md"]),
+        .target(name: "GooglePlayClient", dependencies: ["KakinCore", "KakinCrypto", "GooglePlaySecurity", "StoreAPITransport"], exclude: ["README.md"]),
         // The fake Google Play: products and base plans, purchase engine, Developer API, OAuth token endpoint, RTDN push.
         .target(name: "GooglePlaySimulator", dependencies: ["KakinCore", "KakinCrypto", "GooglePlaySecurity", "HTTPServer"], exclude: ["README.md"]),
         // The support desk: /admin/ pages (server-rendered, escaped HTML), admin sessions, search, recent errors,

@@ -35,24 +35,6 @@ struct APICall: Sendable {
     }
 }
 
-/// RFC 3986 unreserved characters pass; everything else (including `+`, `/`, `=` of base64 tokens) is
-/// percent-encoded, so a revision or pagination token reaches the server byte for byte.
-func percentEncoded(_ text: String) -> String {
-    let hex = Array("0123456789ABCDEF".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(text.utf8.count)
-    for byte in text.utf8 {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            out.append(byte)
-        default:
-            out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-        }
-    }
-    return String(decoding: out, as: UTF8.self)
-}
-
 extension AppStoreServerAPIClient {
     typealias Host = AppStoreServerAPIConfiguration.Host
 
