@@ -71,7 +71,7 @@ let package = Package(
         // `kakin events listen`: a webhook receiver that checks Kakin-Signature and prints one event a line.
         .target(name: "KakinEventsListener", dependencies: ["KakinCore", "KakinCrypto", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
-        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinMetrics", "KakinSystem", "KakinCrypto", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "KakinAdmin", "KakinExternal",
+        .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinMetrics", "KakinSystem", "KakinCrypto", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "GooglePlaySimulator", "KakinAdmin", "KakinExternal",
                                                     "KakinEvents", "KakinEventsListener"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [

@@ -16,7 +16,6 @@
 #include <openssl/rand.h>
 #include <openssl/objects.h>
 #include <openssl/pkcs7.h>
-#include <openssl/param_build.h>
 
 /// EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *kakin_EVP_EC_gen_P256(void) {
@@ -26,11 +25,6 @@ static inline EVP_PKEY *kakin_EVP_EC_gen_P256(void) {
 /// EVP_RSA_gen is a macro over the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *kakin_EVP_RSA_gen(unsigned int bits) {
     return EVP_RSA_gen(bits);
-}
-
-/// EVP_PKEY_PUBLIC_KEY is a composite macro (the selection EVP_PKEY_fromdata takes for a public key).
-static inline int kakin_EVP_PKEY_PUBLIC_KEY(void) {
-    return EVP_PKEY_PUBLIC_KEY;
 }
 
 /// BIO_get_mem_data is a macro over BIO_ctrl.

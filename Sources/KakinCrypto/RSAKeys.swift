@@ -44,26 +44,23 @@ public final class RSAPublicKey: @unchecked Sendable {
         key = try OwnedPKey.requireRSA(try OwnedPKey.publicKey(spkiDER: spkiDER, "public key"), "public key")
     }
 
-    /// A key from its modulus and public exponent (unsigned big-endian), as a JWK carries them.
-    public init(modulus: [UInt8], exponent: [UInt8]) throws(CryptoError) {
-        guard !modulus.isEmpty, !exponent.isEmpty, exponent.count <= 8 else { throw CryptoError("RSA public key", "empty or oversized n or e") }
-        guard let builder = OSSL_PARAM_BLD_new() else { throw CryptoError.openSSL("RSA public key") }
-        defer { OSSL_PARAM_BLD_free(builder) }
-        guard let n = BN_bin2bn(modulus, Int32(modulus.count), nil) else { throw CryptoError.openSSL("RSA public key") }
-        defer { BN_free(n) }
-        guard let e = BN_bin2bn(exponent, Int32(exponent.count), nil) else { throw CryptoError.openSSL("RSA public key") }
-        defer { BN_free(e) }
-        guard OSSL_PARAM_BLD_push_BN(builder, "n", n) == 1, OSSL_PARAM_BLD_push_BN(builder, "e", e) == 1,
-            let params = OSSL_PARAM_BLD_to_param(builder)
-        else { throw CryptoError.openSSL("RSA public key") }
-        defer { OSSL_PARAM_free(params) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else { throw CryptoError.openSSL("RSA public key") }
-        defer { EVP_PKEY_CTX_free(context) }
-        var made: OpaquePointer? = nil
-        guard EVP_PKEY_fromdata_init(context) == 1, EVP_PKEY_fromdata(context, &made, kakin_EVP_PKEY_PUBLIC_KEY(), params) == 1,
-            let made
-        else { throw CryptoError.openSSL("RSA public key") }
-        key = try OwnedPKey.requireRSA(made, "RSA public key")
+    /// A key from its modulus and public exponent (unsigned big-endian), as a JWK carries them: written as a
+    /// SubjectPublicKeyInfo (rsaEncryption) and parsed like any other.
+    public convenience init(modulus: [UInt8], exponent: [UInt8]) throws(CryptoError) {
+        guard !modulus.isEmpty, !exponent.isEmpty, exponent.count <= 8, modulus.count <= RSAKeySize.bitsMax / 8 + 1 else {
+            throw CryptoError("RSA public key", "empty or oversized n or e")
+        }
+        func length(_ n: Int) -> [UInt8] {
+            n < 0x80 ? [UInt8(n)] : n < 0x100 ? [0x81, UInt8(n)] : [0x82, UInt8(n >> 8), UInt8(n & 0xFF)]
+        }
+        func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag] + length(content.count) + content }
+        func integer(_ bytes: [UInt8]) -> [UInt8] {
+            let trimmed = Array(bytes.drop { $0 == 0 })
+            return tlv(0x02, (trimmed.first ?? 0x80) >= 0x80 ? [0] + trimmed : trimmed)
+        }
+        let rsaEncryption: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01, 0x05, 0x00]
+        let spki = tlv(0x30, tlv(0x30, rsaEncryption) + tlv(0x03, [0] + tlv(0x30, integer(modulus) + integer(exponent))))
+        try self.init(spkiDER: spki)
     }
 
     init(key: OwnedPKey) { self.key = key }
