@@ -1,7 +1,7 @@
 import KakinCore
 import KakinMetrics
 
-/// What one enrolled customer did after enrolling, from the purchase facts of every store (`PurchaseFact`).
+/// What one enrolled customer did after enrolling, from the purchase facts of every store (`RevenueFact`).
 ///
 /// Attribution: a purchase chain (a subscription instance with its renewals, or a one-off purchase) that started at or
 /// after the enrollment belongs to the variant, with everything that happens to it later (renewals, refunds); a chain
@@ -21,7 +21,7 @@ public struct CustomerOutcome: Sendable, Hashable {
 
     public init() {}
 
-    public static func of(_ facts: [PurchaseFact], enrolledAtMs: Int64, nowMs: Int64) -> CustomerOutcome {
+    public static func of(_ facts: [RevenueFact], enrolledAtMs: Int64, nowMs: Int64) -> CustomerOutcome {
         var out = CustomerOutcome()
         let chains = Dictionary(grouping: facts, by: \.chainId)
         for chainId in chains.keys.sorted() {

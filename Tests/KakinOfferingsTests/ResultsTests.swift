@@ -37,9 +37,9 @@ import Testing
     static let enrolled: Int64 = 1_000_000
 
     func fact(_ chain: String, at: Int64, amount: Int64, trial: Bool = false, renewal: Bool = false, refunded: Int64? = nil,
-              monthly: Int64 = 0, end: Int64? = nil) -> PurchaseFact {
-        PurchaseFact(source: "appStore", chainId: chain, productId: "p", purchasedAtMs: at, currency: amount > 0 ? "USD" : "", amount: amount,
-                     trial: trial, renewal: renewal, refundedAmount: refunded ?? 0, refunded: refunded != nil, monthlyAmount: monthly, accessEndMs: end)
+              monthly: Int64 = 0, end: Int64? = nil) -> RevenueFact {
+        RevenueFact(source: "appStore", chainId: chain, productId: "p", purchasedAtMs: at, currency: amount > 0 ? "USD" : "", amount: amount,
+                    trial: trial, renewal: renewal, refundedAmount: refunded ?? 0, refunded: refunded != nil, monthlyAmount: monthly, accessEndMs: end)
     }
 
     @Test func onlyPurchaseChainsStartedAfterEnrollmentCountForTheVariant() {
@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func theAppStoresFactsAndOutsidePurchasesBecomeOneShape() {
-        let external = PurchaseFact.external([
+        let external = RevenueFact.external([
             .init(provider: "stripe", externalId: "in_2", productId: "premium.monthly", price: 980, currency: "JPY", purchasedAtMs: 2_000, expiresAtMs: 2_000 + 30 * 86_400_000,
                   periodStartMs: 2_000, subscriptionId: "sub_1", refundedTotal: 0),
             .init(provider: "stripe", externalId: "in_1", productId: "premium.monthly", price: 0, currency: "JPY", purchasedAtMs: 1_000, expiresAtMs: 2_000,

@@ -271,8 +271,8 @@ public final class Offerings: Sendable {
                 let ids = enrollments.map(\.customerId)
                 let external = try r.offerings.externalPurchases(customerIds: ids)
                 return zip(enrollments, try r.metricFacts(customerIds: ids)).map { e, stored in
-                    let facts = PurchaseFact.appStore(BusinessMetrics.facts(stored), settings: settings)
-                        + PurchaseFact.external((external[e.customerId] ?? []).map(Self.external))
+                    let facts = RevenueFact.appStore(BusinessMetrics.facts(stored), settings: settings)
+                        + RevenueFact.external((external[e.customerId] ?? []).map(Self.external))
                     return (e.variantId, e.customerId, CustomerOutcome.of(facts, enrolledAtMs: e.enrolledAtMs, nowMs: now))
                 }
             }
@@ -284,10 +284,10 @@ public final class Offerings: Sendable {
         return ExperimentResults.json(experiment, tallies: tallies, nowMs: now, complete: complete)
     }
 
-    static func external(_ p: ExternalPurchaseRow) -> PurchaseFact.External {
-        PurchaseFact.External(provider: p.provider, externalId: p.externalId, productId: p.productId ?? "", price: p.price, currency: p.currency,
-                              purchasedAtMs: p.purchasedAtMs, expiresAtMs: p.expiresAtMs, periodStartMs: p.periodStartMs,
-                              subscriptionId: p.subscriptionId, refundedTotal: p.refundedTotal)
+    static func external(_ p: ExternalPurchaseRow) -> RevenueFact.External {
+        RevenueFact.External(provider: p.provider, externalId: p.externalId, productId: p.productId ?? "", price: p.price, currency: p.currency,
+                             purchasedAtMs: p.purchasedAtMs, expiresAtMs: p.expiresAtMs, periodStartMs: p.periodStartMs,
+                             subscriptionId: p.subscriptionId, refundedTotal: p.refundedTotal)
     }
 
     /// The customers of one variant, in id order after `after` (the export's filter).

@@ -2,9 +2,10 @@ import KakinCore
 
 /// One purchase as an experiment's results read it, whichever store sold it: what was charged, whether it was a free
 /// trial or a renewal, what was refunded, and what it adds to MRR while its period runs. The App Store's facts
-/// (`PurchaseFact.appStore`) and purchases outside it (`PurchaseFact.external`) become this one shape; a new store is
-/// one more adapter here, never a second set of rules.
-public struct PurchaseFact: Sendable, Hashable {
+/// (`RevenueFact.appStore`) and purchases outside it (`RevenueFact.external`) become this one shape; a new store is
+/// one more adapter here, never a second set of rules. (KakinCore's `PurchaseFact` is what a store says of a purchase, for
+/// the ingest to apply; this is what the purchase earned, counted as the business numbers count it.)
+public struct RevenueFact: Sendable, Hashable {
     /// `appStore`, `googlePlay`, or an outside provider (`stripe`, `web`, …).
     public var source: String
     /// The purchase chain: a subscription instance (its renewals and plan changes share it) or a one-off purchase.
@@ -46,8 +47,8 @@ public struct PurchaseFact: Sendable, Hashable {
 
     /// The App Store's facts of one customer, counted as the business numbers count them (`docs/metrics.md`): the newest
     /// copy of each transaction, only the environments an app's numbers count, never a family-shared copy.
-    public static func appStore(_ facts: CustomerFacts, settings: MetricsSettings) -> [PurchaseFact] {
-        var out: [PurchaseFact] = []
+    public static func appStore(_ facts: CustomerFacts, settings: MetricsSettings) -> [RevenueFact] {
+        var out: [RevenueFact] = []
         for t in Contributions.newestCopies(facts.transactions) {
             guard let app = settings.apps[t.bundleId], app.environments.contains(t.environment), t.inAppOwnershipType != .familyShared else { continue }
             let currency = t.currency ?? ""
@@ -61,11 +62,11 @@ public struct PurchaseFact: Sendable, Hashable {
             var end = t.expiresDate
             if let revoked = t.revocationDate, let e = end { end = min(e, revoked) }
             let monthly = subscription && !trial && amount > 0 ? Contributions.monthly(amount, t, app: app) : 0
-            out.append(PurchaseFact(source: "appStore", chainId: t.originalTransactionId, productId: t.productId, purchasedAtMs: t.purchaseDate,
-                                    currency: amount > 0 ? currency : "", amount: amount, trial: trial,
-                                    renewal: t.transactionReason == .renewal,
-                                    refundedAmount: min(refunded, amount), refunded: t.revocationDate != nil, monthlyAmount: monthly,
-                                    accessEndMs: subscription ? end : nil))
+            out.append(RevenueFact(source: "appStore", chainId: t.originalTransactionId, productId: t.productId, purchasedAtMs: t.purchaseDate,
+                                   currency: amount > 0 ? currency : "", amount: amount, trial: trial,
+                                   renewal: t.transactionReason == .renewal,
+                                   refundedAmount: min(refunded, amount), refunded: t.revocationDate != nil, monthlyAmount: monthly,
+                                   accessEndMs: subscription ? end : nil))
         }
         return out
     }
@@ -102,7 +103,7 @@ public struct PurchaseFact: Sendable, Hashable {
     /// Purchases outside the App Store: a subscription's payments share its `subscriptionId` (the first is its start, the
     /// later ones renewals); a payment of 0 that starts a subscription is its free trial; MRR is the price over the
     /// period's length in months.
-    public static func external(_ purchases: [External]) -> [PurchaseFact] {
+    public static func external(_ purchases: [External]) -> [RevenueFact] {
         var seenChains: Set<String> = []
         return purchases.sorted { ($0.purchasedAtMs, $0.externalId) < ($1.purchasedAtMs, $1.externalId) }.map { p in
             let chain = p.subscriptionId.map { "\(p.provider):\($0)" } ?? "\(p.provider):\(p.externalId)"
@@ -113,10 +114,10 @@ public struct PurchaseFact: Sendable, Hashable {
                 let months = Double(end - (p.periodStartMs ?? p.purchasedAtMs)) / (365.25 / 12 * Double(Contributions.dayMs))
                 monthly = months > 0 ? Int64((Double(amount) / months).rounded()) : amount
             }
-            return PurchaseFact(source: p.provider, chainId: chain, productId: p.productId, purchasedAtMs: p.purchasedAtMs,
-                                currency: amount > 0 ? p.currency : "", amount: amount, trial: p.subscriptionId != nil && amount == 0 && !renewal,
-                                renewal: renewal, refundedAmount: min(max(0, p.refundedTotal), amount), refunded: p.refundedTotal > 0,
-                                monthlyAmount: monthly, accessEndMs: p.subscriptionId != nil ? p.expiresAtMs : nil)
+            return RevenueFact(source: p.provider, chainId: chain, productId: p.productId, purchasedAtMs: p.purchasedAtMs,
+                               currency: amount > 0 ? p.currency : "", amount: amount, trial: p.subscriptionId != nil && amount == 0 && !renewal,
+                               renewal: renewal, refundedAmount: min(max(0, p.refundedTotal), amount), refunded: p.refundedTotal > 0,
+                               monthlyAmount: monthly, accessEndMs: p.subscriptionId != nil ? p.expiresAtMs : nil)
         }
     }
 }
