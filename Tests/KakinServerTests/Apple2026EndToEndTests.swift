@@ -68,7 +68,7 @@ struct Apple2026EndToEndTests {
             let timeline = await sk.kakin("GET", "/v1/admin/customers/u1/events").json
             #expect("\(timeline)".contains("retention.answered"))
             let sub = try await sk.subscription("u1")
-            #expect(sub["willAutoRenew"] == false && sub["pendingOffer"] == nil, "\(sub)")
+            #expect(sub["willAutoRenew"] == false && sub["pendingOffer"] == .null, "\(sub)")
             try await sk.advance(days: 40)
             #expect(try await sk.status("u1")["status"] == "inactive")
             #expect(try await sk.subscription("u1")["state"] == "expired")
