@@ -33,7 +33,7 @@ extension KakinApp {
             }
             let result = try await services.ingest.apply(transaction: transaction, path: .app, presenter: c.customerId,
                                                          purchaseProcessId: processId, withStatus: true,
-                                                         alsoInWrite: services.apple2026.appSent(transaction.payload))
+                                                         alsoInWrite: services.apple2026.inWrite(transaction.payload, path: .app))
             outcome = result.outcome!
             snapshot = result.statusSnapshot
         }

@@ -10,7 +10,8 @@ import KakinStorage
 ///   the App Store `serverFinish.afterSeconds` later (business time); the app's own send (`IngestPath.app`, 409)
 ///   ends it as `appSent`;
 /// - app transactions: the customer of a signed transaction carrying `appTransactionId` owns that app
-///   transaction (how a RESCIND_CONSENT finds its customer); a rescission that waited for it is placed now.
+///   transaction (how a RESCIND_CONSENT finds its customer), on every path — the app's POST too, so a rescission
+///   waiting for it is placed by whichever copy arrives first.
 /// And RESCIND_CONSENT itself, applied by the notification inbox (`applyRescindConsent`).
 public struct Apple2026Ingest: Sendable {
     let store: KakinStore
@@ -40,19 +41,14 @@ public struct Apple2026Ingest: Sendable {
             default:
                 break
             }
-            // The app path stays as lean as it is: app transactions are learnt from notifications and restores (every
-            // App Store purchase is also notified).
-            if path != .app, let appTransactionId = tx.appTransactionId, let owner = result.owner {
+            // Every path: the app's POST may be the only copy Kakin gets (a notification lost, or long retried). Once
+            // linked this is one statement that writes nothing, and a purchase is linked once whichever copy comes first.
+            if let appTransactionId = tx.appTransactionId, let owner = result.owner {
                 for placed in try r.linkAppTransaction(appTransactionId, customerId: owner) {
                     try events.record(r, customerId: owner, facts: [Self.draft(placed)], environment: placed.environment, bundleId: placed.bundleId)
                 }
             }
         }
-    }
-
-    /// `alsoInWrite` for the app's own POST: ends a pending server finish of the transaction (the app finishes it).
-    public func appSent(_ transaction: TransactionPayload) -> (@Sendable (Records, IngestResult) throws -> Void)? {
-        transaction.type == .consumable ? inWrite(transaction, path: .app) : nil
     }
 
     static func draft(_ r: ConsentRescission) -> EventDraft {
