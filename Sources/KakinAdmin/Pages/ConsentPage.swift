@@ -3,9 +3,6 @@ import KakinCore
 import KakinStorage
 
 extension SupportDesk {
-    /// The most RESCIND_CONSENTs the page lists.
-    static let unplacedRescissionsMax = 200
-
     /// `/admin/consent-rescissions`: the RESCIND_CONSENTs Kakin can't place at a customer yet, because no signed
     /// transaction it stored names their app transaction. Each is placed (and leaves this list) when the first one
     /// arrives, by any path: the app's POST, a notification, a restore.

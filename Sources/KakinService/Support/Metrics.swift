@@ -115,9 +115,6 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// Bounds the labelled families (methods, routes and statuses are few; this guards against surprises).
-    static let seriesPerFamilyMax = 2_000
-
     let values = Mutex(Values())
 
     public init() {}

@@ -96,8 +96,6 @@ public struct StampClock: Sendable, Equatable {
 }
 
 extension KakinStore {
-    public static let exportPageRowsMax = 2_000
-
     /// `sync_state`'s name for the recorded `StampClock`.
     static let stampClockName = "stamps.clock"
 
