@@ -3,18 +3,6 @@
 // different targets must relate (a field below the body limit, a batch below its table's) is asserted at start-up
 // by `LimitRelations` (KakinServer/Limits.swift).
 
-extension VerifyContextPool {
-    /// Contexts kept between uses; more are created under contention and freed when returned to a full pool.
-    static let contextsMax = 8
-}
-
-extension TimestampedSignature {
-    /// Longest header accepted: a timestamp and a handful of signatures.
-    public static let headerLengthMax = 1024
-    /// Signatures read from one header (more are ignored, not an error: rotations rarely hold more than two).
-    public static let signaturesMax = 8
-}
-
 extension ASN1Reader {
     /// Nesting of ASN.1 elements one reader descends into.
     static let depthMax = 6

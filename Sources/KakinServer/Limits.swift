@@ -1,3 +1,8 @@
+// KakinServer's limits, each declared once here (TigerBeetle's constants.zig): the unit is last in the name —
+// …BytesMax, …Ms, …Seconds; …LengthMax and …CharactersMax count characters; a bare …Max counts items. How limits of
+// different targets must relate (a field below the body limit, a batch below its table's) is asserted at start-up
+// by `LimitRelations` (KakinServer/Limits.swift).
+
 import AppStoreSecurity
 import HTTPServer
 import KakinAdmin
@@ -5,19 +10,13 @@ import KakinEvents
 import KakinEventsListener
 import KakinExternal
 import KakinStorage
-
-// KakinServer's limits, each declared once here (TigerBeetle's constants.zig): the unit is last in the name —
-// …BytesMax, …Ms, …Seconds; …LengthMax and …CharactersMax count characters; a bare …Max counts items. How limits of
-// different targets must relate (a field below the body limit, a batch below its table's) is asserted at start-up
-// by `LimitRelations` (KakinServer/Limits.swift).
-
 extension Configuration {
     /// Exchange rates configured.
     static let ratesMax = 300
 }
 
-/// Bounds on what a request may carry, beyond the HTTP server's own body and header limits.
 enum RequestLimits {
+/// Bounds on what a request may carry, beyond the HTTP server's own body and header limits.
     /// Room for the JSON around the largest field of a request body (its key, quotes, the other fields), in bytes.
     static let bodyEnvelopeBytes = 8 * 1024
     /// JSON nesting of a request body.
@@ -48,12 +47,7 @@ extension KakinApp {
     static let appReceiptLengthMax = 1_040_000
 }
 
-/// How limits of different targets must relate, asserted when a server starts (`KakinRuntime.start`), as TigerBeetle's
-/// constants.zig asserts its constants: a field below the body that carries it, a token below the header, a batch
-/// below what its table takes. `declared` reads each limit where it is declared; a relation that does not hold names
-/// itself with its figures (`violations`), so a test can break one limit and see it caught.
 struct LimitRelations {
-    /// Kakin's HTTP limits: `HTTPServerConfiguration`'s defaults, which `kakin serve` keeps.
     var bodyBytesMax: Int
     var headerBytesMax: Int
     var targetBytesMax: Int
@@ -78,7 +72,11 @@ struct LimitRelations {
     var replayEventIdsMax: Int
     var feedPageMax: Int
     var feedScanRowsMax: Int
-
+/// How limits of different targets must relate, asserted when a server starts (`KakinRuntime.start`), as TigerBeetle's
+/// constants.zig asserts its constants: a field below the body that carries it, a token below the header, a batch
+/// below what its table takes. `declared` reads each limit where it is declared; a relation that does not hold names
+/// itself with its figures (`violations`), so a test can break one limit and see it caught.
+    /// Kakin's HTTP limits: `HTTPServerConfiguration`'s defaults, which `kakin serve` keeps.
     static let declared: LimitRelations = {
         let http = HTTPServerConfiguration()
         return LimitRelations(
@@ -95,11 +93,7 @@ struct LimitRelations {
             replayEventIdsMax: KakinStore.replayEventIdsMax, feedPageMax: KakinStore.feedLimitRange.upperBound,
             feedScanRowsMax: KakinStore.feedScanRowsMax)
     }()
-
-    /// Base64's length for `bytes` bytes (padded).
     static func base64Length(_ bytes: Int) -> Int { (bytes + 2) / 3 * 4 }
-
-    /// Each relation: what must hold, and whether it does.
     var relations: [(statement: String, holds: Bool)] {
         let bearer = "Authorization: Bearer ".utf8.count
         let search = "/admin/search?q=".utf8.count
@@ -138,12 +132,7 @@ struct LimitRelations {
              feedPageMax <= feedScanRowsMax),
         ]
     }
-
-    /// The relations that do not hold (empty when every one does).
     var violations: [String] { relations.filter { !$0.holds }.map(\.statement) }
-
-    /// Stops the process when a limit breaks a relation: a limit that can never be reached, or a batch its table
-    /// refuses, is a build mistake, found before the first request (`KakinRuntime.start` checks `declared`).
     static func check(_ limits: LimitRelations) {
         let broken = limits.violations
         precondition(broken.isEmpty, "limits that do not relate as they must: " + broken.joined(separator: "; "))

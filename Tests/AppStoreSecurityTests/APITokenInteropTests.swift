@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// The bearer tokens Kakin's App Store Server API client sends (`AppStoreServerAPIToken.make`, as the client calls it:
