@@ -12,6 +12,12 @@ extension AppStoreLimits {
     public static let notificationHistoryPagesMax = 500
 }
 
+extension Ingest {
+    /// Facts one write may apply (a restore's whole history): beyond it the write is refused before anything is read
+    /// (`restore_too_large`).
+    public static let factsPerWriteMax = 5_000
+}
+
 extension AppStoreJobs {
     /// Due jobs (refund answers, app account tokens, server finishes) claimed per pass.
     public static let batchMax = 20
