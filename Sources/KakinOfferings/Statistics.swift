@@ -11,8 +11,6 @@ import Foundation  // the math functions only (log, exp, lgamma, erfc)
 ///   Φ(difference ÷ its standard error) for the probability that one mean is above another.
 public enum ExperimentStatistics {
     static let z975 = 1.959963984540054
-    /// Terms of the exact sum before the normal approximation takes over (counts in the tens of thousands).
-    static let exactTermsMax = 50_000
 
     public struct Interval: Sendable, Hashable {
         public var low: Double

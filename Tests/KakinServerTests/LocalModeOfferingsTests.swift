@@ -9,18 +9,6 @@ import Testing
 /// The README's "Offerings and experiments", run exactly as written: its shell block, by bash, against `kakin serve` in
 /// local mode (the binaries this test run built, `kakin` on the PATH), with `B` set as the README's first block sets it.
 @Suite(.serialized) struct LocalModeOfferings {
-    static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("README.md")
-
-    /// The first ```sh block after the heading.
-    static func block(after heading: String) throws -> String {
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        let section = try #require(text.range(of: "\n\(heading)\n"))
-        let start = try #require(text.range(of: "```sh\n", range: section.upperBound..<text.endIndex))
-        let end = try #require(text.range(of: "\n```", range: start.upperBound..<text.endIndex))
-        return String(text[start.upperBound..<end.lowerBound])
-    }
-
     /// The JSON objects in a line (curl prints answers without a line break, so several may share one).
     static func objects(in line: String) -> [JSONValue] {
         var out: [JSONValue] = []
@@ -58,7 +46,8 @@ import Testing
         let port = try await LocalModeEvents().port(in: serveOut, after: "Kakin is running in local mode on http://127.0.0.1:", child: serve)
 
         let script = dir.appendingPathComponent("readme.sh")
-        try ("cd '\(dir.path)'\n" + Self.block(after: "## Offerings and experiments") + "\n").write(to: script, atomically: true, encoding: .utf8)
+        let block = try ReadmeWalkthroughs.block("README.md", after: "## Offerings and experiments", language: "sh")
+        try ("cd '\(dir.path)'\n" + block).write(to: script, atomically: true, encoding: .utf8)
         let out = dir.appendingPathComponent("readme.out"), err = dir.appendingPathComponent("readme.err")
         let bash = try ChildProcess.spawn("/bin/bash", ["-e", script.path], output: out.path, errors: err.path, environment: [
             "B": "http://127.0.0.1:\(port)",

@@ -13,7 +13,8 @@ enum ExportCommand {
         usage: kakin export --to DIR [--since TIME] [--until TIME] [--format csv|jsonl] [--experiment E --variant V] [--config kakin.json] [--database URL]
           Writes DIR/transactions-STAMP, ledger-STAMP, events-STAMP and customers-STAMP (.csv or .jsonl; columns in
           docs/export.md) with the rows written from --since (RFC 3339; default: the beginning) up to --until (default:
-          now minus 5 seconds, so writes in flight have committed), then DIR/export-STAMP.json (the manifest, also printed).
+          now minus 5 seconds on the clock the rows were stamped with — the simulator's for a local-mode database — so
+          writes in flight have committed), then DIR/export-STAMP.json (the manifest, also printed).
           Run again with --since set to the manifest's "until" to add only what is newer. --experiment and --variant keep
           only the rows of the customers enrolled in that variant. Exit 0 on success.
         """
@@ -65,7 +66,17 @@ enum ExportCommand {
         }
         do {
             let (app, database) = try await KakinRuntime.makeApp(KakinRuntime.Options(configuration: config, logger: Logger(minimum: .error)))
-            let until = untilMs ?? (SystemClock().nowMs() - settleMs)
+            let until: Int64
+            do {
+                if let untilMs {
+                    until = untilMs
+                } else {
+                    until = Exporter.defaultUntilMs(stampClock: try await app.store.stampClock(), wallNowMs: SystemClock().nowMs())
+                }
+            } catch {
+                await database.close()
+                throw error
+            }
             guard until > sinceMs else {
                 await database.close()
                 Console.err("kakin export: --until must be later than --since")
@@ -101,8 +112,14 @@ enum ExportCommand {
 enum Exporter {
     enum Format: String { case csv, jsonl }
 
-    /// Customers an export filtered by experiment variant keeps at most (held in memory as a set).
-    static let cohortCustomersMax = 2_000_000
+    /// The window's end when `--until` is not given: `settleMs` of real time ago on the clock the rows were stamped
+    /// with, so writes in flight have committed and every later write is stamped at or after it. The wall clock, or
+    /// the simulated clock local mode recorded: standing still between moves (rate 0), it ends at the simulated now —
+    /// every row stamped before the last clock move is in; rows written since then join the run after the next move.
+    static func defaultUntilMs(stampClock: StampClock?, wallNowMs: Int64) -> Int64 {
+        guard let stampClock else { return wallNowMs - ExportCommand.settleMs }
+        return stampClock.nowMs(atWallMs: wallNowMs - ExportCommand.settleMs)
+    }
 
     /// The customers enrolled in the cohort's variant.
     static func customers(of cohort: MetricsCohort, _ offerings: Offerings) async throws(KakinError) -> Set<String> {

@@ -45,8 +45,6 @@ public struct OfferingsRecords {
     }
 
     static let revisionName = "config"
-    /// Rows a whole-config read may return (every object of every kind, at their limits).
-    public static let objectsReadMax = 2_000
 
     // MARK: Objects
 

@@ -1,3 +1,8 @@
+// KakinOfferings's limits, each declared once here (TigerBeetle's constants.zig): the unit is last in the name —
+// …BytesMax, …Ms, …Seconds; …LengthMax and …CharactersMax count characters; a bare …Max counts items. How limits of
+// different targets must relate (a field below the body limit, a batch below its table's) is asserted at start-up
+// by `LimitRelations` (KakinServer/Limits.swift).
+
 /// Every bound of offerings, placements, experiments and customer attributes, declared once (TigerBeetle's
 /// `constants.zig`): what an admin may store, what a customer's backend may set, what a read or a results run holds.
 public enum OfferingLimits {
@@ -35,4 +40,9 @@ public enum OfferingLimits {
     public static let auditPageMax = 200
     /// Enrollments a results read (or a numbers filter by variant) walks; beyond, the answer says it is incomplete.
     public static let resultsEnrollmentsMax = 2_000_000
+}
+
+extension ExperimentStatistics {
+    /// Terms of the exact sum before the normal approximation takes over (counts in the tens of thousands).
+    static let exactTermsMax = 50_000
 }
