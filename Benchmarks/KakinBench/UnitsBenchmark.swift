@@ -12,7 +12,7 @@ import KakinStorage
 /// units: the unit costs a path's budget multiplies its counts by (`Benchmarks/README.md`, "The budget"), each per
 /// CPU-second beside `GET /healthz` per server CPU-second of a server started for it: a prepared single-row INSERT and
 /// UPDATE inside a write on SQLite (the writer thread's CPU), parsing a purchase's 3.7 KB body, one event's JSON with a
-/// customer's status in it; `openssl speed ecdsap256` gives the ES256 verify. `postgres` adds the same statements on
+/// customer's status in it, one ES256 verify (`openssl speed ecdsap256`). `postgres` adds the same statements on
 /// PostgreSQL, one round trip each and sixteen to a round trip (`executeBatch`), with the server's CPU from `/proc`.
 enum UnitsBenchmark {
     static let rowsPerBody = 20_000
@@ -37,6 +37,14 @@ enum UnitsBenchmark {
         result.figures.append(unit("unit: SQLite prepared single-row UPDATE in a write", perStatement: updates, healthz: healthz,
                                    what: "writer thread CPU per UPDATE … WHERE id = ? (random rows, \(BenchResult.grouped(rowsPerBody)) in one write body)"))
 
+        let commits = try (0..<options.repetitions).map { _ in
+            let before = threadCPUSeconds()
+            let seconds = 2.0
+            let rate = try SQLiteDatabase.measureSingleRowDurableCommits(path: workspace.file("units-commits.db").path, seconds: seconds)
+            return (threadCPUSeconds() - before) / (rate * seconds)
+        }
+        result.figures.append(unit("unit: SQLite durable commit of one row (WAL frames, fdatasync)", perStatement: commits, healthz: healthz,
+                                   what: "CPU per one-row transaction with synchronous=FULL (its INSERT included; wall time is the disk's)"))
         let body = Array(JSONValue.object(["signedTransaction": .string(try workspace.appStore.consumableTransaction(
             id: "7000000000000000", pack: BenchAppStore.coinPacks[0], quantity: 1, appAccountToken: UUID().uuidString.lowercased(),
             nowMs: Int64(Date().timeIntervalSince1970 * 1000)))]).serialized())
@@ -52,6 +60,9 @@ enum UnitsBenchmark {
         }
         result.figures.append(unit("unit: one event's JSON (\(event.payload.utf8.count) bytes, the customer's status in it)",
                                    perStatement: built, healthz: healthz, what: "CPU per event serialized (Event.payload, one thread)"))
+        let verifies = try (0..<options.repetitions).map { _ in 1 / (try VerifyBenchmark.opensslVerifyPerSecond(workspace)) }
+        result.figures.append(unit("unit: one ES256 verify (openssl speed ecdsap256)", perStatement: verifies, healthz: healthz,
+                                   what: "CPU per verify (openssl's own count)"))
         return result
     }
 

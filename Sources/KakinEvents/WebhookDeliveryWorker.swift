@@ -17,8 +17,8 @@ import Synchronization
 ///    does only this, so the feed keeps `retentionDays` whether or not webhooks are configured.
 ///
 /// What is bounded, and what happens at the bound:
-/// - deliveries held in memory: `claimsPerSlot` × `concurrencyPerEndpoint` per endpoint (each with its event's JSON,
-///   ≤ 1 MiB), of which `concurrencyPerEndpoint` are being sent. A full endpoint claims nothing more; its due chains wait
+/// - deliveries held in memory: `heldMax` per endpoint (a few rounds of `concurrencyPerEndpoint`, each with its event's
+///   JSON, ≤ 1 MiB), of which `concurrencyPerEndpoint` are being sent. A full endpoint claims nothing more; its due chains wait
 ///   in the database, oldest due first, and other endpoints go on. A slow or dead endpoint therefore fills only its own
 ///   slots, each for at most `timeoutMs` per attempt; a claim that waited in memory until its lease could end during an
 ///   attempt is put back unsent;
@@ -65,9 +65,9 @@ public final class WebhookDeliveryWorker: Sendable {
     let log: Log
     private let state = Mutex(State())
 
-    /// Claims an endpoint holds at most per slot: while `concurrencyPerEndpoint` deliveries are being sent, the rest
-    /// wait to be sent or recorded, so sends never wait for a write.
-    public static let claimsPerSlot = 4
+    /// Claims an endpoint holds per slot at most: while `concurrencyPerEndpoint` deliveries are being sent, the rest
+    /// wait to be sent or recorded, so sends never wait for a write, and records come in larger batches.
+    public static let claimsPerSlotMax = 16
 
     /// One endpoint's deliveries in this process: claimed and waiting to be sent, being sent, ended and waiting to be
     /// recorded. Every claim is in exactly one of these until a settle records it or puts it back.
@@ -261,8 +261,10 @@ public final class WebhookDeliveryWorker: Sendable {
         }
     }
 
-    /// Claims one endpoint holds at most.
-    var heldMax: Int { options.concurrencyPerEndpoint * Self.claimsPerSlot }
+    /// Claims one endpoint holds at most: `concurrencyPerEndpoint` per slot-round of attempts a claim can wait through
+    /// and still be sent before its lease ends (`leaseMs / timeoutMs - 1`: 5 with the contract's 10 s and 60 s), at most
+    /// `claimsPerSlotMax`.
+    var heldMax: Int { options.concurrencyPerEndpoint * max(1, min(Self.claimsPerSlotMax, Int(options.leaseMs / options.timeoutMs) - 1)) }
 
     /// Moves one endpoint's deliveries along: starts sends into free slots, and starts a settle (one write) for what
     /// ended or is put back, claiming again when it records ended deliveries (their chains' next ones), when a pass found
@@ -286,8 +288,11 @@ public final class WebhookDeliveryWorker: Sendable {
             var settle: (ended: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)], unsent: [ClaimedWebhookDelivery], claimLimit: Int)?
             // Recording ended deliveries puts their chains back: claim again, so each chain's next delivery comes along.
             let room = heldMax - (d.held - d.ended.count - d.unsent.count)
-            let claimLimit = s.stopped || !(d.claimWanted || !d.ended.isEmpty) ? 0 : room
-            if !d.settling, !d.ended.isEmpty || !d.unsent.isEmpty || claimLimit > 0 {
+            let claimLimit = s.stopped || !(d.claimWanted || !d.ended.isEmpty) ? 0 : max(0, room)
+            // Recorded in batches of a slot-round at least, unless the sends would run dry first.
+            let recordNow = !d.ended.isEmpty
+                && (d.ended.count >= options.concurrencyPerEndpoint || d.ready.count < options.concurrencyPerEndpoint || d.sending == 0 || s.stopped)
+            if !d.settling, recordNow || !d.unsent.isEmpty || (d.claimWanted && claimLimit > 0) {
                 let taken = min(d.ended.count, KakinStore.settleBatchMax)
                 let unsent = min(d.unsent.count, KakinStore.settleBatchMax - taken)
                 settle = (Array(d.ended.prefix(taken)), Array(d.unsent.prefix(unsent)), max(0, claimLimit))

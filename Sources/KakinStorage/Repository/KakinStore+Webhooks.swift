@@ -96,6 +96,7 @@ public struct WebhookDeliveryRow: Sendable, Hashable {
     public var lastAttemptMs: Int64?
     public var lastStatus: Int?
     public var lastAnswer: String?
+    /// The process holding the delivery's chain, while the delivery is undone (its turn may not have come yet).
     public var claimedBy: String?
     public var finishedAtMs: Int64?
 }
@@ -154,7 +155,7 @@ extension KakinStore {
             guard let from = cursors.values.min() else { return (cursors, []) }
             let rows = try db.query("""
                 SELECT txid, feed_pos, event_id, customer_id, sequence, event_type FROM outbox_events
-                WHERE (txid, feed_pos) > (?, ?)\(Self.feedVisibility(db)) ORDER BY txid, feed_pos LIMIT ?
+                WHERE \(Self.afterFeedCursor(db))\(Self.feedVisibility(db)) ORDER BY txid, feed_pos LIMIT ?
                 """, [.integer(from.txid), .integer(from.position), .integer(Int64(batchMax))])
             return (cursors, rows.map { r in
                 (EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0), r.string("event_id") ?? "",
@@ -262,46 +263,43 @@ extension KakinStore {
     /// Deliveries one settle records or puts back at most (the worker's batch).
     public static let settleBatchMax = 1_024
 
-    /// One write for a batch of deliveries of one endpoint (and one read for the next ones' JSON):
+    /// One write for a batch of deliveries of one endpoint, and one read for what to send next:
     /// 1. records each attempt's result (a delivery that already ended — another worker after a lapsed lease, a replay
-    ///    meanwhile — is left as it is), and clears `unattempted` claims (taken, never sent: the worker is stopping, or
-    ///    held them past their lease's safe end);
-    /// 2. puts the chains of both back, due when their oldest undone delivery is (never, when none is): only chains
-    ///    `owner` still holds;
-    /// 3. claims up to `claimLimit` due chains for `owner` until `nowMs + leaseMs`, the ones just put back among them, and
-    ///    holds each one's oldest undone delivery: the only one of the customer's that may be sent to the endpoint now.
-    ///    A claim moves the chain's next attempt to the lease's end, so no other worker sees it due meanwhile; if `owner`
-    ///    dies it comes due again when the lease runs out (the delivery is then sent again: at least once). On
+    ///    meanwhile — is left as it is);
+    /// 2. puts back the chains of the results and of the `unattempted` claims (taken, never sent: the worker is
+    ///    stopping, or held them past their lease's safe end), due when their oldest undone delivery is (never, when
+    ///    none is): only chains `owner` still holds;
+    /// 3. claims up to `claimLimit` due chains for `owner` until `nowMs + leaseMs`, the ones just put back among them. A
+    ///    claim moves the chain's next attempt to the lease's end, so no other worker sees it due meanwhile; if `owner`
+    ///    dies it comes due again when the lease runs out (its delivery is then sent again: at least once). On
     ///    PostgreSQL, chains another process is claiming at this moment are skipped (`FOR UPDATE SKIP LOCKED`).
+    /// Then, in a read (off the writer), each claimed chain's oldest undone delivery with its event's JSON: the only one
+    /// of the customer's that may be sent to the endpoint now (no one else records in a held chain, and fan-out only
+    /// adds later ones). A claimed chain with nothing due to send (its oldest delivery waits for a retry after a replay
+    /// changed it) is put back at once, in a second write.
     /// Statements: one per distinct result (all 2xx of one status and answer are one), one to put chains back, one to
-    /// claim, one to hold heads; on PostgreSQL the first ones go in one round trip.
-    /// - Returns: the deliveries claimed, with their event's JSON.
+    /// claim; on PostgreSQL the first ones go in one round trip.
+    /// - Returns: the deliveries to send now.
     public func settleWebhookDeliveries(endpointId: String, results: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)],
                                         unattempted: [ClaimedWebhookDelivery], owner: String, nowMs: Int64, leaseMs: Int64,
                                         claimLimit: Int) async throws(KakinError) -> [ClaimedWebhookDelivery] {
-        precondition((0...1_000).contains(claimLimit), "claims are 0...1000 chains")
+        precondition((0...Self.settleBatchMax).contains(claimLimit), "claims are 0...\(Self.settleBatchMax) chains")
         precondition(results.count + unattempted.count <= Self.settleBatchMax, "a settle records at most \(Self.settleBatchMax) deliveries")
         precondition(leaseMs > 0, "a lease lasts")
         precondition((results.map(\.claim) + unattempted).allSatisfy { $0.endpointId == endpointId }, "a settle is one endpoint's")
         if results.isEmpty, unattempted.isEmpty, claimLimit == 0 { return [] }
         let leaseUntil = nowMs + leaseMs
-        let claimed = try await write { db -> [ClaimedWebhookDelivery] in
+        let release = { @Sendable (customers: [String]) in
+            Self.rescheduleChains(endpointId, customers, nowMs: nowMs, alsoSet: ", claimed_by = NULL, lease_until_ms = NULL",
+                                  condition: "claimed_by = ?", conditionParameters: [.text(owner)])
+        }
+        let customers = try await write { db -> [String] in
             var statements = Self.recordStatements(endpointId, results, nowMs: nowMs)
-            if !unattempted.isEmpty {
-                let list = SQLList.inList(unattempted.map { .text($0.eventId) })
-                statements.append(SQLStatement("""
-                    UPDATE webhook_deliveries SET claimed_by = NULL, lease_until_ms = NULL WHERE endpoint_id = ? AND event_id IN (\(list.sql)) AND claimed_by = ?
-                    """, [.text(endpointId)] + list.parameters + [.text(owner)]))
-            }
-            let held = Self.distinct((results.map(\.claim) + unattempted).map(\.customerId))
-            if let release = Self.rescheduleChains(endpointId, held, nowMs: nowMs, alsoSet: ", claimed_by = NULL, lease_until_ms = NULL",
-                                                   condition: "claimed_by = ?", conditionParameters: [.text(owner)]) {
-                statements.append(release)
-            }
+            if let put = release(Self.distinct((results.map(\.claim) + unattempted).map(\.customerId))) { statements.append(put) }
             try db.executeBatch(statements)
             if claimLimit == 0 { return [] }
             let skipLocked = db.dialect == .postgresql ? " FOR UPDATE SKIP LOCKED" : ""
-            let customers = try db.query("""
+            return try db.query("""
                 UPDATE webhook_chains SET next_attempt_ms = ?, claimed_by = ?, lease_until_ms = ?, updated_at_ms = ?
                 WHERE endpoint_id = ? AND customer_id IN (
                     SELECT customer_id FROM webhook_chains WHERE endpoint_id = ? AND next_attempt_ms IS NOT NULL AND next_attempt_ms <= ?
@@ -309,35 +307,35 @@ extension KakinStore {
                 RETURNING customer_id
                 """, [.integer(leaseUntil), .text(owner), .integer(leaseUntil), .integer(nowMs), .text(endpointId), .text(endpointId),
                       .integer(nowMs), .integer(Int64(claimLimit))]).compactMap { $0.string("customer_id") }
-            if customers.isEmpty { return [] }
-            // Each claimed chain's oldest undone delivery, held by `owner` when it is due now.
+        }
+        if customers.isEmpty { return [] }
+        let heads = try await read { db -> [(claim: ClaimedWebhookDelivery, dueMs: Int64)] in
             let list = SQLList.inList(customers.map { .text($0) })
-            let heads = try db.query("""
-                UPDATE webhook_deliveries SET claimed_by = ?, lease_until_ms = ? WHERE endpoint_id = ? AND next_attempt_ms <= ? AND event_id IN (
+            return try db.query("""
+                SELECT d.customer_id, d.event_id, d.sequence, d.attempts, d.deadline_ms, d.next_attempt_ms, e.payload
+                FROM webhook_deliveries d LEFT JOIN outbox_events e ON e.event_id = d.event_id
+                WHERE d.endpoint_id = ? AND d.event_id IN (
                     SELECT (SELECT x.event_id FROM webhook_deliveries x WHERE x.endpoint_id = c.endpoint_id AND x.customer_id = c.customer_id
                                 AND x.state IN ('pending', 'retrying') ORDER BY x.sequence LIMIT 1)
                     FROM webhook_chains c WHERE c.endpoint_id = ? AND c.customer_id IN (\(list.sql)))
-                RETURNING customer_id, event_id, sequence, attempts, deadline_ms
-                """, [.text(owner), .integer(leaseUntil), .text(endpointId), .integer(nowMs), .text(endpointId)] + list.parameters)
-            let claims = heads.map { r in
-                ClaimedWebhookDelivery(endpointId: endpointId, eventId: r.string("event_id") ?? "", customerId: r.string("customer_id") ?? "",
-                                       sequence: r.int("sequence") ?? 0, attempts: Int(r.int("attempts") ?? 0), deadlineMs: r.int("deadline_ms") ?? 0,
-                                       payload: nil)
+                """, [.text(endpointId), .text(endpointId)] + list.parameters).map { r in
+                (ClaimedWebhookDelivery(endpointId: endpointId, eventId: r.string("event_id") ?? "", customerId: r.string("customer_id") ?? "",
+                                        sequence: r.int("sequence") ?? 0, attempts: Int(r.int("attempts") ?? 0), deadlineMs: r.int("deadline_ms") ?? 0,
+                                        payload: r.string("payload")), r.int("next_attempt_ms") ?? 0)
             }
-            // A chain claimed with nothing to send now (no undone delivery, or its oldest one waits for a retry) goes back.
-            let withHead = Set(claims.map(\.customerId))
-            if let release = Self.rescheduleChains(endpointId, customers.filter { !withHead.contains($0) }, nowMs: nowMs,
-                                                   alsoSet: ", claimed_by = NULL, lease_until_ms = NULL", condition: "claimed_by = ?",
-                                                   conditionParameters: [.text(owner)]) {
-                try db.executeBatch([release])
-            }
-            return claims
         }
-        return try await withPayloads(claimed)
+        let due = heads.filter { $0.dueMs <= nowMs }.map(\.claim)
+        let sending = Set(due.map(\.customerId))
+        if let put = release(customers.filter { !sending.contains($0) }) {
+            try await write { db in try db.executeBatch([put]) }
+        }
+        return due
     }
 
     /// The statements recording `results`: one per distinct outcome (state, status, answer, next attempt), each over
-    /// all of its deliveries.
+    /// all of its deliveries. Undone is said as "neither delivered nor dead": with `state IN (…)` beside an `IN` list of
+    /// ids, SQLite's planner walks every undone delivery of the endpoint (`webhook_deliveries_by_state`) instead of
+    /// looking the ids up.
     static func recordStatements(_ endpointId: String, _ results: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)],
                                  nowMs: Int64) -> [SQLStatement] {
         var groups: [WebhookAttemptResult: [String]] = [:]
@@ -352,23 +350,12 @@ extension KakinStore {
             let list = SQLList.inList(groups[result]!.map { .text($0) })
             return SQLStatement("""
                 UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, last_attempt_ms = ?, last_status = ?, last_answer = ?,
-                    next_attempt_ms = ?, finished_at_ms = ?, claimed_by = NULL, lease_until_ms = NULL
-                WHERE endpoint_id = ? AND event_id IN (\(list.sql)) AND state IN ('pending', 'retrying')
+                    next_attempt_ms = ?, finished_at_ms = ?
+                WHERE endpoint_id = ? AND event_id IN (\(list.sql)) AND state <> 'delivered' AND state <> 'dead'
                 """, [.text(result.state.rawValue), .integer(nowMs), SQLValue(result.status), SQLValue(result.answer),
                       .integer(result.nextAttemptMs ?? nowMs), result.state == .retrying ? .null : .integer(nowMs), .text(endpointId)]
                 + list.parameters)
         }
-    }
-
-    /// Reads the claimed events' JSON (immutable rows: a read of its own, not the claim's write).
-    func withPayloads(_ claims: [ClaimedWebhookDelivery]) async throws(KakinError) -> [ClaimedWebhookDelivery] {
-        if claims.isEmpty { return [] }
-        let payloads = try await read { db -> [String: String] in
-            let list = SQLList.inList(claims.map { .text($0.eventId) })
-            let rows = try db.query("SELECT event_id, payload FROM outbox_events WHERE event_id IN (\(list.sql))", list.parameters)
-            return Dictionary(rows.map { ($0.string("event_id") ?? "", $0.string("payload") ?? "") }, uniquingKeysWith: { a, _ in a })
-        }
-        return claims.map { var c = $0; c.payload = payloads[c.eventId]; return c }
     }
 
     // MARK: Replay
@@ -503,7 +490,7 @@ extension KakinStore {
                 if let c = try Self.cursor(db, id) {
                     let lag = try db.queryOne("""
                         SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM (
-                            SELECT created_at_ms FROM outbox_events WHERE (txid, feed_pos) > (?, ?) ORDER BY txid, feed_pos LIMIT ?) AS behind
+                            SELECT created_at_ms FROM outbox_events WHERE \(Self.afterFeedCursor(db)) ORDER BY txid, feed_pos LIMIT ?) AS behind
                         """, [.integer(c.txid), .integer(c.position), .integer(Int64(Self.fanOutLagCountMax))])
                     counts.notFannedOut = Int(lag?.int("n") ?? 0)
                     counts.oldestNotFannedOutCreatedAtMs = lag?.int("oldest")
@@ -520,8 +507,11 @@ extension KakinStore {
         return try await read { db in
             var sql = """
                 SELECT d.endpoint_id, d.event_id, d.customer_id, d.sequence, e.event_type, d.state, d.attempts, d.created_at_ms, d.next_attempt_ms,
-                    d.deadline_ms, d.last_attempt_ms, d.last_status, d.last_answer, d.claimed_by, d.finished_at_ms
-                FROM webhook_deliveries d LEFT JOIN outbox_events e ON e.event_id = d.event_id WHERE d.endpoint_id = ?
+                    d.deadline_ms, d.last_attempt_ms, d.last_status, d.last_answer,
+                    CASE WHEN d.state IN ('pending', 'retrying') THEN c.claimed_by END AS claimed_by, d.finished_at_ms
+                FROM webhook_deliveries d LEFT JOIN outbox_events e ON e.event_id = d.event_id
+                    LEFT JOIN webhook_chains c ON c.endpoint_id = d.endpoint_id AND c.customer_id = d.customer_id
+                WHERE d.endpoint_id = ?
                 """
             var parameters: [SQLValue] = [.text(endpointId)]
             if let state {
