@@ -1,5 +1,5 @@
-import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinHTTPClient
 
 /// One POST of one event to one endpoint.
