@@ -173,20 +173,23 @@ public final class BusinessMetrics: Sendable {
         public var sample: [String]
         /// Writes it took (one per customer range, and one to take out what the rollups held beyond the shares).
         public var writes: Int
+        /// Customers changed between a range's read and its write, left to the rollup worker.
+        public var leftToTheWorker: Int
     }
 
-    /// Customers recomputed per write of a rebuild, at most: each write reads their facts and moves the rollups, holding
-    /// SQLite's one writer (on PostgreSQL, read locks on those customers' facts) for that long only, so ingest goes on
-    /// between the writes.
+    /// Customers recomputed per range of a rebuild, at most: each range's facts are read on one snapshot, then one short
+    /// write moves the rollups, so ingest goes on between (and beside) them.
     public static let rebuildCustomersPerWrite = 250
 
     /// Recomputes every customer's share and the rollups from the facts alone and corrects what is stored, in bounded
-    /// writes while ingest and the rollup worker go on:
+    /// steps while ingest and the rollup worker go on:
     /// 1. on one snapshot, what the rollups hold beyond the sum of the stored shares (nothing, unless they were written
     ///    another way), taken out in one write — every write keeps "rollups − shares" as it is, so it is still that;
-    /// 2. customer ranges in ID order, `customersPerWrite` a write: their facts read and their shares recomputed IN the
-    ///    write, the rollups moved by each share's difference from the stored one, as a rollup pass does. A fact
-    ///    committed after a range's write has its event past the worker's cursor, so the worker counts it.
+    /// 2. customer ranges in ID order, `customersPerWrite` each: their facts, stored shares and last event sequences read
+    ///    on one snapshot and their shares recomputed (no write is held meanwhile); then ONE short write moves the rollups
+    ///    by each share's difference from the stored one and stores it, for each customer whose stored share and last
+    ///    event are still as read. A customer changed meanwhile is left as it is: its change has an event past the rollup
+    ///    worker's cursor, or the worker's pass that stored its share read facts at least as new.
     /// `differing` counts the cells the rebuild corrected: 0 when the incremental rollups were exact (with ingest going on,
     /// customers whose facts changed since the worker's last pass count too). `afterWrite` is told the customers done.
     public func rebuild(customersPerWrite: Int = rebuildCustomersPerWrite,
@@ -213,37 +216,48 @@ public final class BusinessMetrics: Sendable {
             try await store.transaction { r in try r.addToMetricDays(Self.cells(Contribution().minus(drift))) }
             writes += 1
         }
+        struct Recomputed: Sendable {
+            var customerId: String
+            var share: Contribution
+            /// The stored share and the last event sequence it was computed beside.
+            var stored: String?
+            var lastEvent: Int64?
+        }
         let settings = settings
         var total = Contribution()
-        var customers = 0
+        var customers = 0, left = 0
         var after: String?
         while true {
             let from = after
-            let range = try await store.transaction { r -> (last: String, count: Int, shares: Contribution, moved: Contribution)? in
+            let range = try await store.snapshot { r -> [Recomputed] in
                 let page = try r.customerIds(after: from, limit: customersPerWrite)
-                guard let last = page.last else { return nil }
-                var shares: [(String, Contribution)] = []
-                var sum = Contribution()
-                for facts in try r.metricFacts(customerIds: page) {
-                    let share = Contributions.of(Self.facts(facts), settings: settings)
-                    shares.append((facts.customerId, share))
-                    sum.add(share)
+                let stored = try r.metricContributions(customerIds: page), events = try r.lastEventSequences(customerIds: page)
+                return try r.metricFacts(customerIds: page).map { facts in
+                    Recomputed(customerId: facts.customerId, share: Contributions.of(Self.facts(facts), settings: settings),
+                               stored: stored[facts.customerId], lastEvent: events[facts.customerId])
                 }
-                return (last, page.count, sum, try Self.apply(shares, r))
             }
-            guard let range else { break }
+            guard let last = range.last else { break }
+            let (moved, applied) = try await store.transaction { r -> (Contribution, Int) in
+                let ids = range.map(\.customerId)
+                let stored = try r.metricContributions(customerIds: ids), events = try r.lastEventSequences(customerIds: ids)
+                let unchanged = range.filter { stored[$0.customerId] == $0.stored && events[$0.customerId] == $0.lastEvent }
+                return (try Self.apply(unchanged.map { ($0.customerId, $0.share) }, r), unchanged.count)
+            }
             writes += 1
-            total.add(range.shares)
-            correction.add(range.moved)
+            for c in range { total.add(c.share) }
+            correction.add(moved)
             customers += range.count
-            after = range.last
+            left += range.count - applied
+            after = last.customerId
             await afterWrite(customers)
         }
         let sample = correction.cells.keys.sorted().prefix(5).map { k in
             let facts = total.cells[k] ?? 0
             return "\(k.metric) \(k.bundleId) \(k.productId) \(k.source) \(k.currency) \(CivilDay.string(k.day)): stored \(facts - correction.cells[k]!), facts \(facts)"
         }
-        return RebuildResult(customers: customers, cells: total.cells.count, differing: correction.cells.count, sample: Array(sample), writes: writes)
+        return RebuildResult(customers: customers, cells: total.cells.count, differing: correction.cells.count, sample: Array(sample), writes: writes,
+                             leftToTheWorker: left)
     }
 
     // MARK: Reading

@@ -162,6 +162,18 @@ extension Records {
         return out
     }
 
+    /// Each customer's last event sequence (absent: none yet). A rebuild compares it with what it read on a snapshot: a
+    /// customer with an event since has facts the rollup worker counts.
+    public func lastEventSequences(customerIds: [String]) throws -> [String: Int64] {
+        guard !customerIds.isEmpty else { return [:] }
+        let list = Array(repeating: "?", count: customerIds.count).joined(separator: ", ")
+        var out: [String: Int64] = [:]
+        for r in try db.query("SELECT customer_id, last_sequence FROM outbox_heads WHERE customer_id IN (\(list))", customerIds.map { .text($0) }) {
+            if let c = r.string("customer_id") { out[c] = r.int("last_sequence") ?? 0 }
+        }
+        return out
+    }
+
     /// Stores a customer's share (nil: it counts nothing, the row goes).
     public func setMetricContribution(customerId: String, cells: String?) throws {
         guard let cells else {
