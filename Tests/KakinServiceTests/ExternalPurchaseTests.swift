@@ -1,10 +1,11 @@
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinExternal
+@testable import KakinService
 import KakinStorage
 import KakinTestPostgres
 import Testing
-@testable import KakinService
 
 /// Purchases outside the App Store through the one write of `ExternalPurchases`, on both engines: each test asserts
 /// the balances, the ledger (with `source`), the status (with `source`) and the customer's events.
@@ -59,7 +60,8 @@ import Testing
                                              clock: clock, metrics: Metrics(), logger: Logger(minimum: .error), reporter: reporter)
             let ingest = Ingest(store: store, verifier: unusedVerifier, catalogs: ["com.example": catalog], walletPolicy: wallet,
                                 transferPolicy: .keepFirstOwner, metrics: Metrics(), setsAppAccountTokens: { _ in false }, wakeAppStoreJobs: {},
-                                events: events)
+                                events: events,
+                                apple2026: Apple2026Ingest(store: store, verifier: unusedVerifier, apps: [:], events: events, metrics: Metrics()))
             try await body(World(store: store, clock: clock, external: external, ingest: ingest))
         }
     }

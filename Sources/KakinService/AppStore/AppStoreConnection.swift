@@ -1,7 +1,9 @@
 import AppStoreClient
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinStorage
+import StoreAPITransport
 import Synchronization
 
 /// Kakin's use of the App Store Server API: fetching a transaction by id, restoring a customer's history,
@@ -12,7 +14,7 @@ public struct AppStoreConnection: Sendable {
     public let clients: [(bundleId: String, environments: Set<AppStoreEnvironment>, client: AppStoreServerAPIClient)]
 
     public init(api: AppStoreServerAPISettings, apps: [AppSettings], clock: any Clock,
-         transport: any AppStoreHTTPTransport = URLSessionTransport()) throws(KakinError) {
+         transport: any HTTPTransport = URLSessionTransport()) throws(KakinError) {
         let key: P256PrivateKey
         do {
             key = try P256PrivateKey(pemPKCS8: api.privateKeyPEM)

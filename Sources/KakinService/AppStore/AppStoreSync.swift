@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinStorage
 
 /// What Kakin reads from the App Store Server API and ingests like any other signed fact: a transaction by id, a
@@ -17,8 +18,6 @@ public struct AppStoreSync: Sendable {
     let apps: [String: AppSettings]
     let appReceiptRootsDER: [[UInt8]]?
     let leaseOwner: String
-    /// What Apple's 2026 additions add to a restore's writes (`Apple2026Ingest`).
-    let apple2026: Apple2026Ingest
 
     // MARK: Transactions by id
 
@@ -49,9 +48,21 @@ public struct AppStoreSync: Sendable {
     // MARK: Restore
 
     /// Pulls the history from the App Store Server API (for the given transaction id, or for every original
-    /// transaction linked to the customer) and ingests it (`IngestPath.restore`): idempotent, so restoring twice
-    /// changes nothing the second time.
-    public func restore(customerId: String, transactionId: String?) async throws(KakinError) {
+    /// transaction linked to the customer) and ingests it (`IngestPath.restore`) as ONE decision: everything read is
+    /// verified first, then applied in one write (`Ingest.applyAll`), so a chain of it that belongs to another customer
+    /// (under `keepFirstOwner`) refuses the whole restore with nothing applied, even when that customer claims it at the
+    /// same moment — the presenter cannot claim the account's other, still unclaimed chains (a family member's shared
+    /// subscription) on the way (`kakin simulate` found it: seed 280394968700754). Idempotent: restoring twice changes
+    /// nothing the second time. At most `Ingest.factsPerWriteMax` signed copies (`restore_too_large` beyond).
+    /// - Parameter actor: the desk's restore names who did it: recorded in the customer's timeline once it applied.
+    public func restore(customerId: String, transactionId: String?, byDesk actor: String? = nil) async throws(KakinError) {
+        try await restoreHistory(customerId: customerId, transactionId: transactionId)
+        if let actor {
+            try await store.recordSupportAction(customerId: customerId, kind: "admin.restore", reference: nil, detail: ["by": .string(actor)])
+        }
+    }
+
+    private func restoreHistory(customerId: String, transactionId: String?) async throws(KakinError) {
         let connection = try access.connection()
         let ids: [String]
         if let transactionId {
@@ -59,50 +70,22 @@ public struct AppStoreSync: Sendable {
         } else {
             ids = try await store.linkedOriginalTransactions(customerId, limit: AppStoreLimits.restoreOriginalsMax)
         }
+        var items: [IngestItem] = []
         for id in ids {
             let (transactions, statuses) = try await connection.history(for: id)
+            guard items.count + statuses.count + transactions.count <= Ingest.factsPerWriteMax else {
+                throw KakinError(.restoreTooLarge, detail: "the history of \(ids.count) purchases exceeds \(Ingest.factsPerWriteMax) signed copies")
+            }
             // Each subscription's latest transaction with its renewal info, then the history. Several signed copies of
-            // one transaction can come back (history is sorted by last change): every copy is ingested; storage keeps
-            // the newest.
-            var subscriptions: [(VerifiedTransaction, VerifiedRenewalInfo?)] = []
+            // one transaction can come back (history is sorted by last change): every copy is ingested; the newest is kept.
             for item in statuses {
-                subscriptions.append((try ingest.verifyTransaction(item.signedTransactionInfo),
-                                      try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore)))
+                items.append(IngestItem(transaction: try ingest.verifyTransaction(item.signedTransactionInfo),
+                                        renewalInfo: try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore)))
             }
-            var history: [VerifiedTransaction] = []
-            for jws in transactions { history.append(try ingest.verifyTransaction(jws)) }
-            // A refused restore changes nothing: when a chain of this history belongs to another customer (and the
-            // policy keeps first owners), it is refused before anything is applied, so the presenter cannot claim the
-            // account's other, still unclaimed chains (a family member's shared subscription) on the way
-            // (`kakin simulate` found it: seed 280394968700754).
-            try await refuseAnotherCustomersHistory(subscriptions.map(\.0) + history, presenter: customerId)
-            for (transaction, renewalInfo) in subscriptions {
-                _ = try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: .restore, presenter: customerId,
-                                           alsoInWrite: apple2026.inWrite(transaction.payload, path: .restore))
-            }
-            for transaction in history {
-                _ = try await ingest.apply(transaction: transaction, path: .restore, presenter: customerId,
-                                           alsoInWrite: apple2026.inWrite(transaction.payload, path: .restore))
-            }
+            for jws in transactions { items.append(IngestItem(transaction: try ingest.verifyTransaction(jws))) }
         }
-    }
-
-    /// Throws `belongs_to_another_customer` when, under `keepFirstOwner`, a chain of `transactions` is the chain of a
-    /// customer other than `presenter` (by its link, else its token), as the ingest would for that chain.
-    func refuseAnotherCustomersHistory(_ transactions: [VerifiedTransaction], presenter: String) async throws(KakinError) {
-        guard ingest.transferPolicy == .keepFirstOwner, !transactions.isEmpty else { return }
-        let payloads = transactions.map(\.payload)
-        let other = try await store.transaction { r -> String? in
-            for tx in payloads {
-                let owner = Ownership.currentOwner(linkOwner: try r.linkOwner(originalTransactionId: tx.originalTransactionId),
-                                                   tokenOwner: try tx.appAccountToken.flatMap(r.customerOwning(appAccountToken:)))
-                if let owner, owner != presenter { return tx.originalTransactionId }
-            }
-            return nil
-        }
-        if let other {
-            throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(other) is linked to another customer")
-        }
+        guard !items.isEmpty else { return }
+        _ = try await ingest.applyAll(items, path: .restore, presenter: customerId)
     }
 
     // MARK: Legacy app receipts
