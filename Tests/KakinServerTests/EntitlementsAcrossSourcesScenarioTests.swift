@@ -112,6 +112,11 @@ import Testing
                     == [["appStore": 1_480, "stripe": 1_200], ["stripe": 1_200], .null])
             let bad = await k.app.handle(HTTPRequestFactory.get("/v1/admin/metrics/overview", [("from", "2026-01-01"), ("to", "2026-01-31"), ("source", "App Store")]))
             #expect(bad.status == 400)
+            // The desk's numbers page: the split by source, and a source filter.
+            let page = await k.app.handle(HTTPRequestFactory.get("/admin/metrics", [("from", "2026-01-01"), ("to", "2026-03-31"), ("source", "stripe")]))
+            let html = String(decoding: page.body, as: UTF8.self)
+            #expect(page.status == 200 && html.contains("<option value=\"stripe\" selected>stripe</option>") && html.contains("<h2>By source</h2>")
+                    && html.contains("<tr><td><code>stripe</code></td><td class=\"num\">0</td><td class=\"num\">2,400 JPY</td>"), "\(html.prefix(300))")
             print("entitlements across sources: quarter revenue \(quarter.revenue.first?.json.jsonString ?? "-"); Jan MRR \(jan.mrr.first?.json.jsonString ?? "-")")
 
             // The events: one grant when the App Store started, one revoke when the web ended, the sources with each.
