@@ -380,6 +380,26 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
         }
     }
 
+    @Test(arguments: Backend.available) func retentionWaitsForTheBusinessNumbersCursorAndTellsHowFarBehindItIs(_ backend: Backend) async throws {
+        try await withOutboxStore(backend) { store async throws in
+            try await store.transaction { r in try r.registerMetricsCursor() }
+            let old = try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited", "coins.spent"], atMs: Self.t0) }
+            try await settle(store.database)
+            let later = Self.t0 + 40 * 86_400_000
+            // The rollup worker has read nothing yet: nothing goes, and its first unread event is the oldest.
+            var purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: [], batchMax: 100)
+            #expect(purged.events == 0)
+            let lags = try await store.outboxCursorLags(endpointIds: [])
+            #expect(lags.map(\.name) == ["metrics"] && lags.first?.oldestUnreadCreatedAtMs == Self.t0)
+            // It reads the first event: that one goes, the second stays for it.
+            let first = try await store.snapshot { r in try r.customersWithEvents(after: .start, limit: 1).next }
+            try await store.transaction { r in _ = try r.moveMetricsCursor(from: .start, to: first) }
+            purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: [], batchMax: 100)
+            #expect(purged.events == 1)
+            #expect(try await store.outboxEvents(ids: old.map(\.eventId)).map(\.eventId) == [old[1].eventId])
+        }
+    }
+
     /// Several workers (processes) claim side by side: each delivery is sent once (nobody's lease lapses here) and each
     /// customer's events go out in sequence order (two holders of one chain would send its head twice).
     @Test(arguments: Backend.available) func severalWorkersClaimingSideBySideSendEachDeliveryOnceInOrderPerCustomer(_ backend: Backend) async throws {
