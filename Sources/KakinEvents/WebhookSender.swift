@@ -53,8 +53,6 @@ public protocol WebhookSender: Sendable {
 /// non-2xx), a deadline on the whole exchange, and at most `excerptBytesMax` of an answer kept (the rest is read and
 /// dropped until the deadline). It replaced URLSession, which cost ~700 µs of CPU per delivery here (issue 26).
 public final class HTTPWebhookSender: WebhookSender {
-    public static let excerptBytesMax = 1024
-
     private let client: HTTPClient
 
     public init() {
