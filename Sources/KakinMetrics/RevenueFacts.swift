@@ -61,7 +61,7 @@ public struct RevenueFact: Sendable, Hashable {
             let subscription = t.type == .autoRenewable
             var end = t.expiresDate
             if let revoked = t.revocationDate, let e = end { end = min(e, revoked) }
-            let monthly = subscription && !trial && amount > 0 ? Contributions.monthly(amount, t, app: app) : 0
+            let monthly = subscription && !trial && amount > 0 ? Contributions.monthly(amount, months: Contributions.months(t, app: app)) : 0
             out.append(RevenueFact(source: "appStore", chainId: t.originalTransactionId, productId: t.productId, purchasedAtMs: t.purchaseDate,
                                    currency: amount > 0 ? currency : "", amount: amount, trial: trial,
                                    renewal: t.transactionReason == .renewal,
