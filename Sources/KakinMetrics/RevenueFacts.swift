@@ -2,8 +2,8 @@ import KakinCore
 
 /// One purchase as an experiment's results read it, whichever store sold it: what was charged, whether it was a free
 /// trial or a renewal, what was refunded, and what it adds to MRR while its period runs. The App Store's facts
-/// (`RevenueFact.appStore`) and purchases outside it (`RevenueFact.external`) become this one shape; a new store is
-/// one more adapter here, never a second set of rules. (KakinCore's `PurchaseFact` is what a store says of a purchase, for
+/// (`RevenueFact.appStore`) and purchases outside it (`RevenueFact.external`, from the numbers' `ExternalPurchaseFact`s)
+/// become this one shape; a new store is one more adapter here, never a second set of rules. (KakinCore's `PurchaseFact` is what a store says of a purchase, for
 /// the ingest to apply; this is what the purchase earned, counted as the business numbers count it.)
 public struct RevenueFact: Sendable, Hashable {
     /// `appStore`, `googlePlay`, or an outside provider (`stripe`, `web`, …).
@@ -71,52 +71,23 @@ public struct RevenueFact: Sendable, Hashable {
         return out
     }
 
-    /// A purchase a provider outside the App Store reported (`POST …/external-purchases`, Stripe), as stored: `price` in
-    /// minor units, a subscription's period from `periodStartMs` to `expiresAtMs`.
-    public struct External: Sendable, Hashable {
-        public var provider: String
-        public var externalId: String
-        public var productId: String
-        public var price: Int64
-        public var currency: String
-        public var purchasedAtMs: Int64
-        public var expiresAtMs: Int64?
-        public var periodStartMs: Int64?
-        public var subscriptionId: String?
-        public var refundedTotal: Int64
-
-        public init(provider: String, externalId: String, productId: String, price: Int64, currency: String, purchasedAtMs: Int64,
-                    expiresAtMs: Int64?, periodStartMs: Int64?, subscriptionId: String?, refundedTotal: Int64) {
-            self.provider = provider
-            self.externalId = externalId
-            self.productId = productId
-            self.price = price
-            self.currency = currency
-            self.purchasedAtMs = purchasedAtMs
-            self.expiresAtMs = expiresAtMs
-            self.periodStartMs = periodStartMs
-            self.subscriptionId = subscriptionId
-            self.refundedTotal = refundedTotal
-        }
-    }
-
     /// Purchases outside the App Store: a subscription's payments share its `subscriptionId` (the first is its start, the
     /// later ones renewals); a payment of 0 that starts a subscription is its free trial; MRR is the price over the
     /// period's length in months.
-    public static func external(_ purchases: [External]) -> [RevenueFact] {
+    public static func external(_ purchases: [ExternalPurchaseFact]) -> [RevenueFact] {
         var seenChains: Set<String> = []
         return purchases.sorted { ($0.purchasedAtMs, $0.externalId) < ($1.purchasedAtMs, $1.externalId) }.map { p in
-            let chain = p.subscriptionId.map { "\(p.provider):\($0)" } ?? "\(p.provider):\(p.externalId)"
+            let chain = p.subscriptionId.map { "\(p.source):\($0)" } ?? "\(p.source):\(p.externalId)"
             let renewal = p.subscriptionId != nil && !seenChains.insert(chain).inserted
             let amount = max(0, p.price)
             var monthly: Int64 = 0
             if p.subscriptionId != nil, amount > 0, let end = p.expiresAtMs {
-                let months = Double(end - (p.periodStartMs ?? p.purchasedAtMs)) / (365.25 / 12 * Double(Contributions.dayMs))
-                monthly = months > 0 ? Int64((Double(amount) / months).rounded()) : amount
+                monthly = Contributions.monthly(amount, months: Double(end - (p.periodStartMs ?? p.purchasedAtMs)) / (365.25 / 12 * Double(Contributions.dayMs)))
             }
-            return RevenueFact(source: p.provider, chainId: chain, productId: p.productId, purchasedAtMs: p.purchasedAtMs,
+            let refundedTotal = p.refunds.reduce(0) { $0 + $1.amount }
+            return RevenueFact(source: p.source, chainId: chain, productId: p.productId, purchasedAtMs: p.purchasedAtMs,
                                currency: amount > 0 ? p.currency : "", amount: amount, trial: p.subscriptionId != nil && amount == 0 && !renewal,
-                               renewal: renewal, refundedAmount: min(max(0, p.refundedTotal), amount), refunded: p.refundedTotal > 0,
+                               renewal: renewal, refundedAmount: min(max(0, refundedTotal), amount), refunded: refundedTotal > 0,
                                monthlyAmount: monthly, accessEndMs: p.subscriptionId != nil ? p.expiresAtMs : nil)
         }
     }

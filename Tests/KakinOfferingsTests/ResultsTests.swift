@@ -61,12 +61,12 @@ import Testing
 
     @Test func theAppStoresFactsAndOutsidePurchasesBecomeOneShape() {
         let external = RevenueFact.external([
-            .init(provider: "stripe", externalId: "in_2", productId: "premium.monthly", price: 980, currency: "JPY", purchasedAtMs: 2_000, expiresAtMs: 2_000 + 30 * 86_400_000,
-                  periodStartMs: 2_000, subscriptionId: "sub_1", refundedTotal: 0),
-            .init(provider: "stripe", externalId: "in_1", productId: "premium.monthly", price: 0, currency: "JPY", purchasedAtMs: 1_000, expiresAtMs: 2_000,
-                  periodStartMs: 1_000, subscriptionId: "sub_1", refundedTotal: 0),
-            .init(provider: "web", externalId: "w1", productId: "coins.500", price: 500, currency: "JPY", purchasedAtMs: 3_000, expiresAtMs: nil,
-                  periodStartMs: nil, subscriptionId: nil, refundedTotal: 200),
+            .init(source: "stripe", externalId: "in_2", bundleId: "app", productId: "premium.monthly", kind: .autoRenewable, price: 980, currency: "JPY",
+                  purchasedAtMs: 2_000, periodStartMs: 2_000, expiresAtMs: 2_000 + 30 * 86_400_000, subscriptionId: "sub_1"),
+            .init(source: "stripe", externalId: "in_1", bundleId: "app", productId: "premium.monthly", kind: .autoRenewable, price: 0, currency: "JPY",
+                  purchasedAtMs: 1_000, periodStartMs: 1_000, expiresAtMs: 2_000, subscriptionId: "sub_1"),
+            .init(source: "web", externalId: "w1", bundleId: "app", productId: "coins.500", kind: .consumable, price: 500, currency: "JPY",
+                  purchasedAtMs: 3_000, refunds: [.init(amount: 150, atMs: 3_500), .init(amount: 50, atMs: 4_000)]),
         ])
         #expect(external.map(\.trial) == [true, false, false] && external.map(\.renewal) == [false, true, false])
         #expect(external[1].chainId == external[0].chainId && external[1].monthlyAmount > 950 && external[1].monthlyAmount < 1_000)

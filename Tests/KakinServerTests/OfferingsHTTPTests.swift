@@ -115,6 +115,15 @@ import Testing
                     revenue[variant, default: 0] -= 600
                 }
             }
+            // u1 buys on the web shop: its variant's purchase too, whichever source sold it.
+            let webVariant = variantOf["u1"]!, webPrice: Int64 = webVariant == "big" ? 600 : 120
+            let web = await k.kakin("POST", "/v1/customers/u1/external-purchases", [
+                "provider": "web", "externalId": "ord_1", "productId": .string(webVariant == "big" ? "coins.500" : "coins.100"),
+                "price": .int(webPrice), "currency": "JPY", "purchasedAt": .string(Timestamp.rfc3339(k.nowMs + 1_000)),
+            ], headers: [("Idempotency-Key", "ord_1")])
+            #expect(web.status == 201, "\(web.json)")
+            bought[webVariant, default: 0] += 1
+            revenue[webVariant, default: 0] += webPrice
             let results = await k.kakin("GET", "/v1/admin/experiments/coins-test/results").json
             let variants = results["variants"]?.arrayValue ?? []
             #expect(variants.map { $0["id"]?.stringValue } == ["small", "big"] && results["complete"] == true)

@@ -268,11 +268,9 @@ public final class Offerings: Sendable {
             let page = try await store.snapshot { [after] r -> [(variant: String, customerId: String, outcome: CustomerOutcome)] in
                 let enrollments = try r.offerings.enrollments(experimentId: experimentId, variantId: nil, afterCustomerId: after,
                                                               limit: KakinStore.metricFactsCustomersMax)
-                let ids = enrollments.map(\.customerId)
-                let external = try r.offerings.externalPurchases(customerIds: ids)
-                return zip(enrollments, try r.metricFacts(customerIds: ids)).map { e, stored in
-                    let facts = RevenueFact.appStore(BusinessMetrics.facts(stored), settings: settings)
-                        + RevenueFact.external((external[e.customerId] ?? []).map(Self.external))
+                return zip(enrollments, try r.metricFacts(customerIds: enrollments.map(\.customerId))).map { e, stored in
+                    let customer = BusinessMetrics.facts(stored)
+                    let facts = RevenueFact.appStore(customer, settings: settings) + RevenueFact.external(customer.externalPurchases)
                     return (e.variantId, e.customerId, CustomerOutcome.of(facts, enrolledAtMs: e.enrolledAtMs, nowMs: now))
                 }
             }
@@ -282,12 +280,6 @@ public final class Offerings: Sendable {
             after = last.customerId
         }
         return ExperimentResults.json(experiment, tallies: tallies, nowMs: now, complete: complete)
-    }
-
-    static func external(_ p: ExternalPurchaseRow) -> RevenueFact.External {
-        RevenueFact.External(provider: p.provider, externalId: p.externalId, productId: p.productId ?? "", price: p.price, currency: p.currency,
-                             purchasedAtMs: p.purchasedAtMs, expiresAtMs: p.expiresAtMs, periodStartMs: p.periodStartMs,
-                             subscriptionId: p.subscriptionId, refundedTotal: p.refundedTotal)
     }
 
     /// The customers of one variant, in id order after `after` (the export's filter).

@@ -151,18 +151,6 @@ public struct OfferingsRecords {
             Enrollment(customerId: r.string("customer_id") ?? "", variantId: r.string("variant_id") ?? "", enrolledAtMs: r.int("enrolled_at_ms") ?? 0)
         }
     }
-
-    // MARK: Facts beside the App Store's
-
-    /// The applied purchases outside the App Store of up to `KakinStore.metricFactsCustomersMax` customers.
-    public func externalPurchases(customerIds: [String]) throws -> [String: [ExternalPurchaseRow]] {
-        precondition(customerIds.count <= KakinStore.metricFactsCustomersMax, "at most \(KakinStore.metricFactsCustomersMax) customers per read")
-        guard !customerIds.isEmpty else { return [:] }
-        let list = Array(repeating: "?", count: customerIds.count).joined(separator: ", ")
-        let rows = try db.query("SELECT \(Records.purchaseColumns) FROM external_purchases WHERE customer_id IN (\(list)) AND applied = 1",
-                                customerIds.map { .text($0) }).map(Records.purchaseRow)
-        return Dictionary(grouping: rows) { $0.customerId ?? "" }
-    }
 }
 
 extension Records {
