@@ -24,12 +24,15 @@ public final class KakinServices: Sendable {
         public var webhookOptions: WebhookDeliveryWorker.Options
         /// Business numbers' rate table (`exchangeRates`; nil: amounts stay per currency).
         public var exchangeRates: ExchangeRates? = nil
+        /// Google Play apps (`apps[]` entries with `"store": "googlePlay"`).
+        public var googlePlayApps: [GooglePlayAppSettings]
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     appReceiptRootsDER: [[UInt8]]? = nil, notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax,
                     events: EventsSettings = EventsSettings(), webhookOptions: WebhookDeliveryWorker.Options = WebhookDeliveryWorker.Options(),
-                    exchangeRates: ExchangeRates? = nil) {
+                    exchangeRates: ExchangeRates? = nil, googlePlayApps: [GooglePlayAppSettings] = []) {
             self.exchangeRates = exchangeRates
+            self.googlePlayApps = googlePlayApps
             self.apps = apps
             self.wallet = wallet
             self.transferPolicy = transferPolicy
@@ -77,6 +80,10 @@ public final class KakinServices: Sendable {
     public let supportRecords: SupportRecords
     /// A customer's timeline (the desk's page and the admin API).
     public let timeline: CustomerTimeline
+    /// Google Play purchases and the acknowledgements Kakin owes Play (`GooglePlay/`).
+    public let googlePlay: GooglePlayPurchases
+    /// Google Play's real-time developer notifications: the inbox and its worker.
+    public let googlePlayNotifications: GooglePlayNotifications
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -93,6 +100,8 @@ public final class KakinServices: Sendable {
         appsByBundle = apps
         var merged = Catalog()
         for app in settings.apps { for p in app.catalog.sortedProducts { merged.upsert(p) } }
+        // Play's products share the App Store's groupIds; an id both stores use keeps the App Store's definition.
+        for app in settings.googlePlayApps { for p in app.catalog.sortedProducts where merged[p.productId] == nil { merged.upsert(p) } }
         catalog = merged
         let access = appStore
         let jobsWorker = BackgroundLoop(pollIntervalMs: 15_000)
@@ -115,6 +124,10 @@ public final class KakinServices: Sendable {
                         setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
                         events: events, apple2026: apple2026)
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
+        googlePlay = GooglePlayPurchases(store: store, ingest: ingest, clock: clock, retryClock: retryClock, logger: logger,
+                                         worker: BackgroundLoop(pollIntervalMs: 15_000))
+        googlePlayNotifications = GooglePlayNotifications(store: store, purchases: googlePlay, retryClock: retryClock, logger: logger,
+                                                          worker: BackgroundLoop(pollIntervalMs: 1000))
         let reporter = ExternalPurchaseReporter(store: store, access: access, apps: apps, clock: clock, metrics: metrics, logger: logger, events: events)
         externalPurchases = ExternalPurchases(store: store, apps: apps, walletPolicy: settings.wallet, events: events, statusReads: statusReads,
                                               clock: clock, metrics: metrics, logger: logger, reporter: reporter)

@@ -28,7 +28,13 @@ import Testing
 
     @Test func everyPathHasItsRowInThePathTable() {
         for path in IngestPath.allCases {
-            #expect(IngestRegistry.rows.filter { $0.path == path }.count == 1, "path \(path.rawValue) has no row (or several) in IngestRegistry.rows")
+            #expect(IngestRegistry.rows.filter { $0.store == "appStore" && $0.path == path }.count == 1,
+                    "path \(path.rawValue) has no row (or several) in IngestRegistry.rows")
+        }
+        for (store, paths) in [("googlePlay", [IngestPath.app, .notification])] {
+            for path in paths {
+                #expect(IngestRegistry.rows.filter { $0.store == store && $0.path == path }.count == 1, "\(store) \(path.rawValue) has no row")
+            }
         }
     }
 

@@ -35,6 +35,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     // 2100…2149: Google Play verification (RTDN push tokens)
     case pushTokenInvalid
     case pushTokenKeysUnavailable
+    // 3300…3349: Google Play purchases
+    case playPurchasePending
+    case playPurchaseCancelled
+    case playUnknownPackage
+    case playAPIUnavailable
+    case playAPIFailed
+    case playPurchaseNotFound
+    case playProductMismatch
     // 3xxx: purchases
     case alreadyProcessed
     case unknownProduct
@@ -169,6 +177,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .retryableFailure: return "KKN-2008"
         case .pushTokenInvalid: return "KKN-2100"
         case .pushTokenKeysUnavailable: return "KKN-2101"
+        case .playPurchasePending: return "KKN-3300"
+        case .playPurchaseCancelled: return "KKN-3301"
+        case .playUnknownPackage: return "KKN-3302"
+        case .playAPIUnavailable: return "KKN-3303"
+        case .playAPIFailed: return "KKN-3304"
+        case .playPurchaseNotFound: return "KKN-3305"
+        case .playProductMismatch: return "KKN-3306"
         case .alreadyProcessed: return "KKN-3001"
         case .unknownProduct: return "KKN-3002"
         case .transactionRevoked: return "KKN-3003"
@@ -290,6 +305,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .retryableFailure: return "retryable_failure"
         case .pushTokenInvalid: return "push_token_invalid"
         case .pushTokenKeysUnavailable: return "push_token_keys_unavailable"
+        case .playPurchasePending: return "purchase_pending"
+        case .playPurchaseCancelled: return "purchase_cancelled"
+        case .playUnknownPackage: return "unknown_package"
+        case .playAPIUnavailable: return "google_play_api_unavailable"
+        case .playAPIFailed: return "google_play_api_failed"
+        case .playPurchaseNotFound: return "purchase_not_found"
+        case .playProductMismatch: return "product_mismatch"
         case .alreadyProcessed: return "already_processed"
         case .unknownProduct: return "unknown_product"
         case .transactionRevoked: return "transaction_revoked"
@@ -418,6 +440,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorNoExternalPurchaseToken, .simulatorUnknownExternalPurchaseToken: return 404
         case .pushTokenInvalid: return 401
         case .pushTokenKeysUnavailable: return 503
+        case .playPurchasePending, .playPurchaseCancelled, .playUnknownPackage, .playPurchaseNotFound, .playProductMismatch: return 422
+        case .playAPIUnavailable: return 503
+        case .playAPIFailed: return 502
         case .playSimulatorUnknownProduct, .playSimulatorInvalidAction: return 422
         case .playSimulatorUnknownPurchase, .playSimulatorUnknownOrder: return 404
         // Never sent by the server: the app raises these itself.
@@ -530,6 +555,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorUnknownExternalPurchaseToken: return "The simulator issued no external purchase token with this externalPurchaseId."
         case .pushTokenInvalid: return "The push request's bearer token is missing, or not a valid OIDC token from the configured service account for this endpoint."
         case .pushTokenKeysUnavailable: return "The keys that sign push tokens could not be fetched; the push is retried later."
+        case .playPurchasePending: return "The Google Play purchase is still pending payment; send it again once it completes."
+        case .playPurchaseCancelled: return "The Google Play purchase was cancelled or refunded; nothing is granted."
+        case .playUnknownPackage: return "The Google Play package is not configured on this server."
+        case .playAPIUnavailable: return "The Google Play Developer API could not be reached; try again later."
+        case .playAPIFailed: return "The Google Play Developer API refused the request; try again later."
+        case .playPurchaseNotFound: return "Google Play does not know this purchase token for this package and product."
+        case .playProductMismatch: return "The purchase token is for another product than the one sent."
         case .playSimulatorUnknownProduct: return "The Play simulator's catalog has no such product, base plan or offer."
         case .playSimulatorUnknownPurchase: return "The Play simulator has no purchase with this purchase token."
         case .playSimulatorInvalidAction: return "This action is not possible for the purchase in its current state."

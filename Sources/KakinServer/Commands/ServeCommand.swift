@@ -117,6 +117,7 @@ public final class KakinRuntime: Sendable {
             config.events?.delivery?.apply(to: &settings.webhookOptions)
             settings.webhookSender = options.webhookSender
             settings.exchangeRates = config.exchangeRates
+            settings.googlePlayApps = config.googlePlayApps
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
                                extraRoutes: options.extraRoutes)
@@ -124,6 +125,10 @@ public final class KakinRuntime: Sendable {
                 try app.services.appStore.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId)
             }
             if let api = config.appStoreServerAPI { try app.services.connectAppStoreServerAPI(api) }
+            for play in config.googlePlayApps {
+                try app.services.googlePlay.connect(play)
+                app.services.googlePlayNotifications.accept(play)
+            }
             return (app, database)
         } catch {
             await database.close()

@@ -41,6 +41,8 @@ extension KakinApp {
 
         // Notifications (NotificationRoutes.swift)
         r.add("POST", "/v1/notifications/appstore", .open) { [unowned self] c throws(KakinError) in try await postNotification(c) }
+        // Open: the OIDC bearer Pub/Sub signs is the credential (checked against the app's `rtdn`).
+        r.add("POST", "/v1/notifications/googleplay", .open) { [unowned self] c throws(KakinError) in try await postGooglePlayNotification(c) }
         r.add("POST", "/v1/admin/notifications/recover", .admin) { [unowned self] _ throws(KakinError) in
             let (read, new) = try await services.appStoreSync.recoverMissedNotifications()
             await services.notifications.drain()

@@ -261,19 +261,23 @@ struct IngestWrite: Sendable {
             let owner = try item.renewalInfo.flatMap { try r.linkOwner(originalTransactionId: $0.payload.originalTransactionId) }
             return IngestResult(outcome: nil, owner: owner, changes: changes)
         }
-        let tx = transaction.payload
-        let fact = PurchaseFact(appStore: tx)
-        let product = catalogs[fact.appId]?[fact.productId]
-        let stored = try r.storedCopy(of: tx)
+        let fact = PurchaseFact(appStore: transaction.payload)
+        return try apply(r, fact, product: catalogs[fact.appId]?[fact.productId], copies: AppStoreCopies(r, transaction), changes: changes)
+    }
+
+    /// The one apply's sequence for one fact of any store: read what the plan needs, ask the core (`IngestPlan`), carry the
+    /// plan out with the store's copies (`StoreCopies`) and the store-neutral calls (link, claim, ledger, timeline).
+    func apply(_ r: Records, _ fact: PurchaseFact, product: Product?, copies: some StoreCopies, changes: [IngestChange]) throws -> IngestResult {
+        var changes = changes
         let linkOwner = try r.linkOwner(originalTransactionId: fact.chainId)
-        let read = IngestPlan.Read(stored: stored?.plan, linkOwner: linkOwner,
+        let read = IngestPlan.Read(stored: copies.stored, linkOwner: linkOwner,
                                    tokenOwner: try fact.owner.accountToken.flatMap(r.customerOwning(appAccountToken:)))
         let plan = IngestPlan.decide(fact, product: product, options: options, presenter: presenter, policy: transferPolicy, read: read)
         if case .refuseOwnerConflict = plan.step {
             throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(fact.chainId) is linked to another customer")
         }
         if plan.keepsCopy {
-            try r.keepTransaction(tx, jws: transaction.jws, owner: plan.copyOwner, replacing: stored)
+            try copies.keep(r, owner: plan.copyOwner)
             changes.append(.transactionStored(transactionId: fact.periodId))
         }
         let owner: String
@@ -288,7 +292,7 @@ struct IngestWrite: Sendable {
 
         let (customer, created) = try r.ensureCustomer(owner)
         if created { changes.append(.customerCreated(customerId: owner)) }
-        if try r.apply(plan.ownership, for: tx, linkedBefore: linkOwner) {
+        if try copies.link(r, plan.ownership, linkedBefore: linkOwner) {
             if case .transfer(let from, let to) = plan.ownership {
                 changes.append(.transferred(originalTransactionId: fact.chainId, from: from, to: to))
             } else {
@@ -334,6 +338,38 @@ struct IngestWrite: Sendable {
     }
 }
 
+/// What differs per store in the one apply's write: where the period's copy is kept and what moves with a chain's link
+/// (the App Store's signed transactions; Play's orders and tokens, `PlayCopies`). Everything else is store-neutral.
+protocol StoreCopies {
+    /// The period's copy stored before this write, as the plan needs it.
+    var stored: IngestPlan.StoredCopy? { get }
+    /// Keeps the fact's copy (the plan said it is the newest) for `owner`, or the chain's link.
+    func keep(_ r: Records, owner: String?) throws
+    /// Carries out the ownership decision for the chain; whether its link changed.
+    func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool
+}
+
+/// The App Store's copies: the newest signed transaction per transaction id, linked by original transaction.
+struct AppStoreCopies: StoreCopies {
+    let transaction: VerifiedTransaction
+    let storedCopy: StoredTransactionCopy?
+
+    init(_ r: Records, _ transaction: VerifiedTransaction) throws {
+        self.transaction = transaction
+        storedCopy = try r.storedCopy(of: transaction.payload)
+    }
+
+    var stored: IngestPlan.StoredCopy? { storedCopy?.plan }
+
+    func keep(_ r: Records, owner: String?) throws {
+        try r.keepTransaction(transaction.payload, jws: transaction.jws, owner: owner, replacing: storedCopy)
+    }
+
+    func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool {
+        try r.apply(decision, for: transaction.payload, linkedBefore: linkedBefore)
+    }
+}
+
 /// Carries out the path's registered extras (`IngestRegistry`) in the one apply's write.
 struct ExtrasRunner: Sendable {
     let extras: [IngestExtra]
@@ -368,6 +404,8 @@ struct ExtrasRunner: Sendable {
                     job.customerId = result.owner
                     try r.scheduleConsumptionAnswer(job, nextAttemptMs: notification.firstAttemptMs)
                 }
+            case .playAcknowledgement, .playNotificationState:
+                preconditionFailure("Google Play's extras are carried out by Ingest.applyPlay")
             case .notificationState:
                 guard let notification = context.notification else { preconditionFailure("path \(path) applies a notification") }
                 if !result.retryLater {

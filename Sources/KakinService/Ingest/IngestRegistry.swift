@@ -20,6 +20,11 @@ public enum IngestExtra: String, Sendable, CaseIterable {
     case consumptionJob
     /// The notification is marked applied, with the customer and chain it named.
     case notificationState
+    /// Google Play: a token not yet acknowledged, now owned, is acknowledged (and a consumable consumed) after the commit,
+    /// as a durable job retried until Play's 3-day limit (`GooglePlayPurchases.acknowledgeDue`).
+    case playAcknowledgement
+    /// Google Play: the RTDN being applied is marked applied, with the customer it reached.
+    case playNotificationState
 }
 
 /// The path table's rows: for each store and path, what it adds to the write. A path without a row cannot apply
@@ -27,7 +32,7 @@ public enum IngestExtra: String, Sendable, CaseIterable {
 /// this one differ.
 public enum IngestRegistry {
     public struct Row: Sendable, Hashable {
-        /// The store's name in the table (`appStore`; Google Play's rows come with its paths).
+        /// The store's name in the table (`appStore`, `googlePlay`).
         public var store: String
         public var path: IngestPath
         public var extras: [IngestExtra]
@@ -41,6 +46,8 @@ public enum IngestRegistry {
             extras: [.appAccountToken, .serverFinish, .appTransactionLink, .consumptionJob, .notificationState]),
         Row(store: "appStore", path: .restore, extras: [.appAccountToken, .serverFinish, .appTransactionLink]),
         Row(store: "appStore", path: .refresh, extras: [.appAccountToken, .appTransactionLink]),
+        Row(store: "googlePlay", path: .app, extras: [.playAcknowledgement]),
+        Row(store: "googlePlay", path: .notification, extras: [.playAcknowledgement, .playNotificationState]),
     ]
 
     static func extras(store: String, path: IngestPath) -> [IngestExtra] {
@@ -55,9 +62,12 @@ public enum IngestRegistry {
 public struct IngestContext: Sendable {
     /// The notification being applied (`IngestExtra.notificationState`, `.consumptionJob`).
     public var notification: NotificationContext?
+    /// The Play notification being applied (`IngestExtra.playNotificationState`).
+    public var playMessageId: String?
 
-    public init(notification: NotificationContext? = nil) {
+    public init(notification: NotificationContext? = nil, playMessageId: String? = nil) {
         self.notification = notification
+        self.playMessageId = playMessageId
     }
 
     public struct NotificationContext: Sendable {
