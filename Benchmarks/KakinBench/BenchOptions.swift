@@ -27,8 +27,8 @@ struct BenchOptions {
                             `postgres` measures it beside SQLite, `crash-test` runs on it instead of SQLite
           --processes P     crash-test on PostgreSQL: kakin serve processes on the one database, one of
                             them SIGKILLed each round (default 2)
-          --customers N     metrics: customers in the generated year (default 1000000); --rebuild checks the
-                            rebuild above 200000 too (minutes)
+          --customers N     metrics: customers in the generated year (default 1000000); --rebuild measures
+                            purchases and status reads during kakin report rebuild above 200000 too (minutes)
           --kakin PATH      the kakin binary (default .build/release/kakin in this package)
           --keep            keep the run's temporary directory (configs, databases, logs, JWS);
                             it is always kept when a check fails
@@ -53,7 +53,7 @@ struct BenchOptions {
     var kakin: URL?
     var keepWorkspace = false
     var prepare = false
-    /// `metrics`: customers in the generated year, and whether to run the rebuild check above 200,000.
+    /// `metrics`: customers in the generated year, and whether to measure ingest during a rebuild above 200,000.
     var customers = 1_000_000
     var rebuild = false
 

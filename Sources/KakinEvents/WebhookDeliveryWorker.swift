@@ -20,7 +20,8 @@ import Synchronization
 /// - events fanned out per pass: `fanOutBatchMax` (a full batch runs the next pass at once);
 /// - an answer's body read: `URLSessionWebhookSender.excerptBytesMax`; stored: `KakinStore.answerExcerptMax`;
 /// - the durable queue (the tables): every undone delivery ends, delivered or dead, once its deadline (`schedule.windowMs`
-///   after fan-out or replay) passed and it had an attempt; finished deliveries and events go after `retentionDays`.
+///   after fan-out or replay) passed and it had an attempt; finished deliveries and events go after `retentionDays`,
+///   never an event a cursor has not read yet (an endpoint's fan-out, the business numbers': `heldBackCursors`).
 /// - a chain's lease (`leaseMs`, above `timeoutMs`): a worker that dies holding chains delays them by at most that much,
 ///   and the delivery it was sending is sent again.
 public final class WebhookDeliveryWorker: Sendable {
@@ -315,6 +316,19 @@ public final class WebhookDeliveryWorker: Sendable {
 
     // MARK: Retention
 
+    var retentionMs: Int64 { Int64(options.retentionDays) * 86_400_000 }
+
+    /// Each cursor that reads the outbox (`webhook:<id>` per endpoint, `metrics` for the business numbers) and whether it
+    /// is held back past the retention window: the first event it has not read is older than `retentionDays` by the
+    /// events' clock. Retention never purges an event a cursor has not read, so such a cursor keeps the outbox growing
+    /// instead of losing data: `/metrics` shows it (`kakin_outbox_cursor_held_back`) and the desk warns.
+    public func heldBackCursors() async throws(KakinError) -> [(cursor: String, heldBack: Bool)] {
+        let cutoff = eventClock.nowMs() - retentionMs
+        return try await store.outboxCursorLags(endpointIds: endpoints.map(\.id)).map { lag in
+            (lag.name, lag.oldestUnreadCreatedAtMs.map { $0 < cutoff } ?? false)
+        }
+    }
+
     /// Name of the lease that makes one process at a time purge (the others find nothing left anyway).
     static let retentionLease = "eventsRetention"
 
@@ -324,7 +338,6 @@ public final class WebhookDeliveryWorker: Sendable {
         state.withLock { $0.lastPurgeMs = nowMs }
         // In turn with the other processes: once per interval across all of them.
         guard try await store.takeLease(Self.retentionLease, owner: owner, nowMs: nowMs, untilMs: nowMs + options.retentionIntervalMs * 9 / 10) else { return }
-        let retentionMs = Int64(options.retentionDays) * 86_400_000
         let (eventCutoff, deliveryCutoff) = (eventClock.nowMs() - retentionMs, nowMs - retentionMs)
         for _ in 0..<options.retentionBatchesMax {
             let purged = try await store.purgeOutbox(eventCutoffMs: eventCutoff, deliveryCutoffMs: deliveryCutoff, endpointIds: endpoints.map(\.id),

@@ -187,7 +187,7 @@ import Testing
         try await SimulatedKakin.with { k in try await Self.exactlyOnce(k) }
     }
 
-    @Test(.enabled(if: TestPostgres.isAvailable))
+    @Test(.postgreSQL)
     func theSameTokenSent64TimesAtOnceAndByRTDNTwiceCreditsOnceOnPostgreSQL() async throws {
         try await TestPostgres.withSchema { schema in
             try await SimulatedKakin.with(database: .postgresql(url: schema.url)) { k in try await Self.exactlyOnce(k) }

@@ -195,8 +195,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
 
     /// PostgreSQL assigns positions when rows are inserted, not when they commit: while an earlier transaction is still
     /// open, a later one's committed events stay out of the feed, so no cursor can pass the earlier one's events.
-    @Test func onPostgreSQLAnOpenTransactionHoldsBackLaterCommitsSoNoEventIsSkipped() async throws {
-        guard TestPostgres.isAvailable else { return }
+    @Test(.postgreSQL) func onPostgreSQLAnOpenTransactionHoldsBackLaterCommitsSoNoEventIsSkipped() async throws {
         try await withDatabases(.postgresql, count: 2) { databases async throws in
             let (slow, fast) = (databases[0], databases[1])
             let store = KakinStore(database: fast, ids: CountingIDs(), clock: TestClock())
@@ -378,6 +377,26 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: ["a", "b"], batchMax: 100)
             #expect(purged.events == 1 && purged.deliveries == 1)
             #expect(try await store.database.write { db in try appendRaw(db, "u1", ["coins.granted"]) }.map(\.sequence) == [3])
+        }
+    }
+
+    @Test(arguments: Backend.available) func retentionWaitsForTheBusinessNumbersCursorAndTellsHowFarBehindItIs(_ backend: Backend) async throws {
+        try await withOutboxStore(backend) { store async throws in
+            try await store.transaction { r in try r.registerMetricsCursor() }
+            let old = try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited", "coins.spent"], atMs: Self.t0) }
+            try await settle(store.database)
+            let later = Self.t0 + 40 * 86_400_000
+            // The rollup worker has read nothing yet: nothing goes, and its first unread event is the oldest.
+            var purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: [], batchMax: 100)
+            #expect(purged.events == 0)
+            let lags = try await store.outboxCursorLags(endpointIds: [])
+            #expect(lags.map(\.name) == ["metrics"] && lags.first?.oldestUnreadCreatedAtMs == Self.t0)
+            // It reads the first event: that one goes, the second stays for it.
+            let first = try await store.snapshot { r in try r.customersWithEvents(after: .start, limit: 1).next }
+            try await store.transaction { r in _ = try r.moveMetricsCursor(from: .start, to: first) }
+            purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: [], batchMax: 100)
+            #expect(purged.events == 1)
+            #expect(try await store.outboxEvents(ids: old.map(\.eventId)).map(\.eventId) == [old[1].eventId])
         }
     }
 

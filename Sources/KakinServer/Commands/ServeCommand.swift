@@ -66,6 +66,7 @@ public final class KakinRuntime: Sendable {
 
     /// Opens the database (migrating it), builds the verifier and the app, and starts listening.
     public static func start(_ options: Options) async throws -> KakinRuntime {
+        LimitRelations.check(.declared)
         let config = options.configuration
         if config.auth == nil, !Configuration.isLoopback(config.host) {
             throw KakinError(.invalidConfiguration, "Refusing to listen on \(config.host) without auth: configure auth or bind a loopback address.")
@@ -73,7 +74,9 @@ public final class KakinRuntime: Sendable {
         let (app, database) = try await makeApp(options)
         do {
             // Endpoints take the events committed from now on: registered before the first request can change anything.
+            // The business numbers' cursor too, so the outbox's retention waits for it.
             try await app.services.webhooks.prepare()
+            try await app.services.businessMetrics.prepare()
         } catch {
             await database.close()
             throw error

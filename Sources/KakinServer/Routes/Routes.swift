@@ -109,6 +109,7 @@ extension KakinApp {
             await desk.replayWebhookDelivery(c.request, id: c["id"], eventId: c["eventId"])
         }
         r.add("GET", "/admin/reports/unused-balance", .desk) { [unowned self] c in await desk.reportPage(c.request) }
+        r.add("GET", "/admin/consent-rescissions", .desk) { [unowned self] c in await desk.consentPage(c.request) }
         r.add("GET", "/admin/reports/unused-balance.csv", .desk) { [unowned self] c in await desk.reportCSV(c.request) }
     }
 

@@ -101,15 +101,6 @@ public struct WebhookDeliveryRow: Sendable, Hashable {
 }
 
 extension KakinStore {
-    /// Longest stored answer excerpt (characters).
-    public static let answerExcerptMax = 500
-    /// Event ids one replay names, at most (the contract's `eventIds` and `--event`).
-    public static let replayEventIdsMax = 1_000
-    /// Events per replay write (a replay `since` a time runs in writes of this many).
-    public static let replayBatchMax = 500
-    /// Events not fanned out yet are counted up to this many (the count is a gauge, not a scan of the table).
-    public static let fanOutLagCountMax = 10_000
-
     // MARK: Cursors and fan-out
 
     /// Gives each endpoint that has none a fan-out cursor at the current end of the feed: an endpoint delivers the
@@ -388,9 +379,9 @@ extension KakinStore {
     /// One bounded pass of retention: deletes up to `batchMax` finished (delivered or dead) deliveries created before
     /// `deliveryCutoffMs` per configured endpoint, any delivery of an endpoint no longer configured created before it,
     /// idle chains untouched since it, and up to `batchMax` events created before `eventCutoffMs` that no configured
-    /// endpoint still has to deliver (an undone delivery) or to fan out (past its cursor). Two cutoffs: events carry
-    /// Kakin's clock (the simulator's in local mode), deliveries the worker's real one. Answers the rows deleted;
-    /// call again while a batch comes back full.
+    /// endpoint still has to deliver (an undone delivery) and no cursor still has to read (`outboxCursors`: the
+    /// endpoints' fan-out and the business numbers'). Two cutoffs: events carry Kakin's clock (the simulator's in local
+    /// mode), deliveries the worker's real one. Answers the rows deleted; call again while a batch comes back full.
     public func purgeOutbox(eventCutoffMs: Int64, deliveryCutoffMs: Int64, endpointIds: [String], batchMax: Int) async throws(KakinError) -> (events: Int, deliveries: Int) {
         precondition((1...10_000).contains(batchMax), "purge batches are 1...10000 rows")
         return try await write { db in
@@ -414,8 +405,7 @@ extension KakinStore {
             try db.execute("""
                 DELETE FROM webhook_chains WHERE next_attempt_ms IS NULL AND claimed_by IS NULL AND updated_at_ms < ?
                 """, [.integer(deliveryCutoffMs)])
-            var behind: [EventFeedCursor] = []
-            for id in endpointIds { if let c = try Self.cursor(db, id) { behind.append(c) } }
+            let behind = try Self.outboxCursors(db, endpointIds: endpointIds).map(\.cursor)
             let fannedOut = behind.min().map { _ in " AND (e.txid, e.feed_pos) <= (?, ?)" } ?? ""
             let undone = endpointIds.isEmpty ? "" : """
                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id IN (\(Array(repeating: "?", count: endpointIds.count).joined(separator: ", ")))
@@ -430,6 +420,30 @@ extension KakinStore {
                     SELECT e.feed_pos FROM outbox_events e WHERE e.created_at_ms < ?\(fannedOut)\(undone) ORDER BY e.created_at_ms LIMIT ?)
                 """, parameters)
             return (events, deliveries)
+        }
+    }
+
+    /// Every cursor that reads the outbox, so retention must wait for it: each configured endpoint's fan-out cursor
+    /// (`webhook:<id>`) and the business numbers' (`metrics`), those that exist.
+    static func outboxCursors(_ db: SQLConnection, endpointIds: [String]) throws -> [(name: String, cursor: EventFeedCursor)] {
+        var out: [(name: String, cursor: EventFeedCursor)] = []
+        for id in endpointIds { if let c = try cursor(db, id) { out.append(("webhook:\(id)", c)) } }
+        if let r = try db.queryOne("SELECT txid, feed_pos FROM metric_cursors WHERE name = ?", [.text(metricsCursorName)]) {
+            out.append(("metrics", EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0)))
+        }
+        return out
+    }
+
+    /// Each cursor that reads the outbox (`outboxCursors`) with when the first event it has not read yet was created
+    /// (nil: it has read everything). One indexed row per cursor.
+    public func outboxCursorLags(endpointIds: [String]) async throws(KakinError) -> [(name: String, oldestUnreadCreatedAtMs: Int64?)] {
+        try await read { db in
+            try Self.outboxCursors(db, endpointIds: endpointIds).map { name, c in
+                let first = try db.queryOne("""
+                    SELECT created_at_ms FROM outbox_events WHERE (txid, feed_pos) > (?, ?) ORDER BY txid, feed_pos LIMIT 1
+                    """, [.integer(c.txid), .integer(c.position)])
+                return (name, first?.int("created_at_ms"))
+            }
         }
     }
 

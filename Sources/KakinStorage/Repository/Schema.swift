@@ -312,6 +312,7 @@ enum Schema {
         apple2026Migration,
         metricsMigration,
         consumableInputsMigration,
+        metricSourcesMigration,
         googlePlayMigration,
     ]
 }
