@@ -28,8 +28,7 @@ import Testing
         try await Self.run(database: nil)
     }
 
-    @Test func theSameOnPostgreSQL() async throws {
-        guard TestPostgres.isAvailable else { return }
+    @Test(.postgreSQL) func theSameOnPostgreSQL() async throws {
         try await TestPostgres.withSchema { schema in try await Self.run(database: .postgresql(url: schema.url)) }
     }
 
