@@ -143,6 +143,7 @@ public final class KakinApp: Sendable {
         services.webhooks.start()
         services.externalPurchases.reporter.start()
         services.businessMetrics.worker.start { await services.businessMetrics.processDue() }
+        services.imports.worker.start { await services.imports.processDue() }
         recentErrorFlusher.start { [self] in await flushRecentErrors() }
     }
 
@@ -153,6 +154,7 @@ public final class KakinApp: Sendable {
         await services.webhooks.stop()
         await services.externalPurchases.reporter.stop()
         await services.businessMetrics.worker.stop()
+        await services.imports.worker.stop()
         await recentErrorFlusher.stop()
         await flushRecentErrors()
     }

@@ -70,6 +70,10 @@ public final class KakinServices: Sendable {
     public let externalPurchases: ExternalPurchases
     /// Business numbers: rollups, overview, series, rebuild (`docs/metrics.md`).
     public let businessMetrics: BusinessMetrics
+    /// Moving in: imports of an existing app's customers, purchases and balances (`kakin import`).
+    public let imports: Imports
+    /// Real time: retries, leases, the App Store client's pacing (the business clock may be simulated).
+    public let retryClock: any Clock
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -80,6 +84,7 @@ public final class KakinServices: Sendable {
         self.verifier = verifier
         self.settings = settings
         self.clock = clock
+        self.retryClock = retryClock
         self.logger = logger
         self.metrics = metrics
         let apps = Dictionary(settings.apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { a, _ in a })
@@ -125,6 +130,9 @@ public final class KakinServices: Sendable {
                                               clock: clock, metrics: metrics, logger: logger)
         businessMetrics = BusinessMetrics(store: store, settings: .from(apps: settings.apps, exchangeRates: settings.exchangeRates), clock: clock,
                                           logger: logger)
+        // Google Play rows are rejected (`google_play_not_configured`) until Play's ingest gives the resolver here.
+        imports = Imports(store: store, wallets: wallets, sync: appStoreSync, numbers: businessMetrics, googlePlay: nil, clock: retryClock,
+                          logger: logger, owner: claims.owner)
     }
 
     /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless
@@ -136,7 +144,7 @@ public final class KakinServices: Sendable {
     /// The same over another transport (the whole-system simulation reaches its simulator in-process).
     public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings, transport: any AppStoreHTTPTransport) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
-                                                transport: CountingTransport(inner: transport, metrics: metrics))
+                                                transport: CountingTransport(inner: transport, metrics: metrics), pacingClock: retryClock)
         try appStore.useAPIKeyForOffers(api)
         appStore.connect(connection)
     }

@@ -60,6 +60,9 @@ extension KakinApp {
         // Purchases outside the App Store: the generic source, Stripe, Apple's external purchase tokens (ExternalRoutes.swift)
         registerExternalRoutes(&r)
 
+        // Imports: moving in an existing app's customers, purchases and balances (ImportRoutes.swift)
+        registerImportRoutes(&r)
+
         // Renewal-date extensions (ExtensionRoutes.swift)
         r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend", .admin) { [unowned self] c throws(KakinError) in
             try await postExtendSubscription(c)

@@ -60,31 +60,87 @@ public struct AppStoreSync: Sendable {
             ids = try await store.linkedOriginalTransactions(customerId, limit: AppStoreLimits.restoreOriginalsMax)
         }
         for id in ids {
-            let (transactions, statuses) = try await connection.history(for: id)
-            // Each subscription's latest transaction with its renewal info, then the history. Several signed copies of
-            // one transaction can come back (history is sorted by last change): every copy is ingested; storage keeps
-            // the newest.
-            var subscriptions: [(VerifiedTransaction, VerifiedRenewalInfo?)] = []
-            for item in statuses {
-                subscriptions.append((try ingest.verifyTransaction(item.signedTransactionInfo),
-                                      try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore)))
-            }
-            var history: [VerifiedTransaction] = []
-            for jws in transactions { history.append(try ingest.verifyTransaction(jws)) }
+            let history = try await verifiedHistory(connection, id, path: .restore)
             // A refused restore changes nothing: when a chain of this history belongs to another customer (and the
             // policy keeps first owners), it is refused before anything is applied, so the presenter cannot claim the
             // account's other, still unclaimed chains (a family member's shared subscription) on the way
             // (`kakin simulate` found it: seed 280394968700754).
-            try await refuseAnotherCustomersHistory(subscriptions.map(\.0) + history, presenter: customerId)
-            for (transaction, renewalInfo) in subscriptions {
-                _ = try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: .restore, presenter: customerId,
-                                           alsoInWrite: apple2026.inWrite(transaction.payload, path: .restore))
-            }
-            for transaction in history {
-                _ = try await ingest.apply(transaction: transaction, path: .restore, presenter: customerId,
-                                           alsoInWrite: apple2026.inWrite(transaction.payload, path: .restore))
-            }
+            try await refuseAnotherCustomersHistory(history.all, presenter: customerId)
+            _ = try await apply(history, path: .restore, customerId: customerId, recordsEvents: true)
         }
+    }
+
+    /// A customer's history as the App Store Server API answers it for one of their transactions, every payload verified:
+    /// each subscription's latest transaction with its renewal info, then every transaction (all pages).
+    struct VerifiedHistory: Sendable {
+        var subscriptions: [(VerifiedTransaction, VerifiedRenewalInfo?)]
+        var transactions: [VerifiedTransaction]
+        var all: [VerifiedTransaction] { subscriptions.map(\.0) + transactions }
+    }
+
+    func verifiedHistory(_ connection: AppStoreConnection, _ id: String, path: IngestPath) async throws(KakinError) -> VerifiedHistory {
+        let (transactions, statuses) = try await connection.history(for: id)
+        var history = VerifiedHistory(subscriptions: [], transactions: [])
+        for item in statuses {
+            history.subscriptions.append((try ingest.verifyTransaction(item.signedTransactionInfo),
+                                          try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: path)))
+        }
+        for jws in transactions { history.transactions.append(try ingest.verifyTransaction(jws)) }
+        return history
+    }
+
+    /// Applies a verified history for `customerId`. Several signed copies of one transaction can come back (history is
+    /// sorted by last change): every copy is ingested; storage keeps the newest.
+    func apply(_ history: VerifiedHistory, path: IngestPath, customerId: String, recordsEvents: Bool) async throws(KakinError) -> [IngestResult] {
+        var results: [IngestResult] = []
+        for (transaction, renewalInfo) in history.subscriptions {
+            results.append(try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: path, presenter: customerId,
+                                                  recordsEvents: recordsEvents, alsoInWrite: apple2026.inWrite(transaction.payload, path: path)))
+        }
+        for transaction in history.transactions {
+            results.append(try await ingest.apply(transaction: transaction, path: path, presenter: customerId, recordsEvents: recordsEvents,
+                                                  alsoInWrite: apple2026.inWrite(transaction.payload, path: path)))
+        }
+        return results
+    }
+
+    // MARK: Import
+
+    /// What an import row of the App Store did.
+    public struct ImportedHistory: Sendable {
+        /// Whether anything changed (or, in a dry run, would).
+        public var changed: Bool
+        /// Every transaction ID of the history (and their original IDs): later rows naming one of them are covered.
+        public var transactionIds: Set<String>
+    }
+
+    /// An import row (`IngestPath.import`): reads the customer's whole history for `transactionId` (Get Transaction History,
+    /// all pages, and Get All Subscription Statuses), verifies every signed payload, refuses the row when a product is not
+    /// in the catalog or a chain is another customer's, then applies it all with `customerId` as the owner. A dry run
+    /// checks the same and writes nothing.
+    /// - Throws: the row's reject (verification, `unknown_product`, `belongs_to_another_customer`, `transaction_not_found`),
+    ///   or a failure worth retrying later (503s: the App Store or the database unavailable, with `retryAfterMs` when known).
+    public func importHistory(customerId: String, transactionId: String, dryRun: Bool, recordsEvents: Bool) async throws(KakinError) -> ImportedHistory {
+        let connection = try access.connection()
+        let history: VerifiedHistory
+        do {
+            history = try await verifiedHistory(connection, transactionId, path: .import)
+        } catch where error.kind == .transactionNotFound {
+            throw KakinError(.transactionNotFound, "No configured app's App Store knows transaction \(transactionId) (another app's, or a typo).")
+        }
+        let all = history.all
+        if let unknown = all.first(where: { ingest.catalogs[$0.payload.bundleId]?[$0.payload.productId] == nil })?.payload {
+            throw KakinError(.unknownProduct, "Product \(unknown.productId) (transaction \(unknown.transactionId)) is not in this server's catalog.")
+        }
+        try await refuseAnotherCustomersHistory(all, presenter: customerId)
+        let ids = Set(all.flatMap { [$0.payload.transactionId, $0.payload.originalTransactionId] })
+        guard !dryRun else {
+            let transactionIds = Set(all.filter { $0.payload.revocationDate == nil }.map(\.payload.transactionId))
+            let known = try await store.snapshot { r in try transactionIds.filter { try r.appliedPurchase($0) != nil }.count }
+            return ImportedHistory(changed: known < transactionIds.count, transactionIds: ids)
+        }
+        let results = try await apply(history, path: .import, customerId: customerId, recordsEvents: recordsEvents)
+        return ImportedHistory(changed: results.contains { !$0.changes.isEmpty }, transactionIds: ids)
     }
 
     /// Throws `belongs_to_another_customer` when, under `keepFirstOwner`, a chain of `transactions` is the chain of a

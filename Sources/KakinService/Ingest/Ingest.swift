@@ -152,8 +152,9 @@ public struct Ingest: Sendable {
     ///     the commit (a SERIALIZABLE write reading them would lock index pages other customers' purchases write).
     ///   - alsoInWrite: more records the caller writes in the same transaction (a notification's state), given what
     ///     the ingest decided.
+    ///   - recordsEvents: whether the changes are told as events (an import tells them only when asked).
     public func apply(transaction: VerifiedTransaction?, renewalInfo: VerifiedRenewalInfo? = nil, path: IngestPath,
-                      presenter: String? = nil, purchaseProcessId: String? = nil, withStatus: Bool = false,
+                      presenter: String? = nil, purchaseProcessId: String? = nil, withStatus: Bool = false, recordsEvents: Bool = true,
                       alsoInWrite: (@Sendable (Records, IngestResult) throws -> Void)? = nil) async throws(KakinError) -> IngestResult {
         let options = path.options
         precondition(options.owner == .currentOwner || presenter != nil, "path \(path) needs the presenting customer")
@@ -166,8 +167,9 @@ public struct Ingest: Sendable {
                         purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, setsToken: setsToken)
         let result = try await store.transaction { r in
             var result = try plan.run(r, transaction: transaction, renewalInfo: renewalInfo)
-            let recorded = try events.record(r, result.changes, transaction: transaction?.payload ?? nil,
-                                             renewalInfo: renewalInfo?.payload, owner: result.owner)
+            let recorded = recordsEvents
+                ? try events.record(r, result.changes, transaction: transaction?.payload ?? nil, renewalInfo: renewalInfo?.payload, owner: result.owner)
+                : (appended: 0, ownerSnapshot: nil)
             result.eventsAppended = recorded.appended
             try alsoInWrite?(r, result)
             if withStatus, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner {

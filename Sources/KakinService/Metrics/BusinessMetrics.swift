@@ -119,6 +119,26 @@ public final class BusinessMetrics: Sendable {
         }
     }
 
+    /// Recomputes these customers' shares from their facts and moves the rollups by each difference, reading and writing
+    /// in ONE write: for changes that told no event (an import without `--events`), which the worker would not see. The
+    /// rollups of exactly the days those facts touch move.
+    public func recompute(customerIds: [String]) async throws(KakinError) {
+        guard !customerIds.isEmpty else { return }
+        let settings = settings
+        try await store.transaction { r in
+            var shares: [(String, Contribution)] = []
+            var start = 0
+            while start < customerIds.count {
+                let page = Array(customerIds[start..<min(customerIds.count, start + KakinStore.metricFactsCustomersMax)])
+                for facts in try r.metricFacts(customerIds: page) {
+                    shares.append((facts.customerId, Contributions.of(Self.facts(facts), settings: settings)))
+                }
+                start += page.count
+            }
+            try Self.apply(shares, r)
+        }
+    }
+
     /// Steps until the cursor reaches the end of the feed (the worker's pass; tests call it to be current).
     public func catchUp() async throws(KakinError) {
         while try await step() > 0 {}

@@ -312,5 +312,6 @@ enum Schema {
         apple2026Migration,
         metricsMigration,
         consumableInputsMigration,
+        importsMigration,
     ]
 }
