@@ -54,7 +54,7 @@ enum Layout {
             <input type="search" name="q" value="\(query)" placeholder="Customer, order, transaction, KKN-… request ID, token, process ID" \
             aria-label="Search" autocomplete="off" spellcheck="false">\
             <button type="submit">Search</button></form>
-            <nav><a href="/admin/notifications?state=dead">Notifications</a><a href="/admin/reports/unused-balance">Unused balance</a><a href="/admin/webhooks">Webhooks</a><a href="/admin/metrics">Numbers</a></nav>
+            <nav><a href="/admin/notifications?state=dead">Notifications</a><a href="/admin/reports/unused-balance">Unused balance</a><a href="/admin/webhooks">Webhooks</a><a href="/admin/metrics">Numbers</a><a href="/admin/imports">Imports</a></nav>
             \(who)
             </header>
             """

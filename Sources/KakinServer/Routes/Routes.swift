@@ -109,6 +109,8 @@ extension KakinApp {
         r.add("POST", "/admin/webhooks/{id}/deliveries/{eventId}/replay", .desk) { [unowned self] c in
             await desk.replayWebhookDelivery(c.request, id: c["id"], eventId: c["eventId"])
         }
+        r.add("GET", "/admin/imports", .desk) { [unowned self] c in await desk.importsPage(c.request) }
+        r.add("GET", "/admin/imports/{importId}", .desk) { [unowned self] c in await desk.importPage(c.request, id: c["importId"]) }
         r.add("GET", "/admin/reports/unused-balance", .desk) { [unowned self] c in await desk.reportPage(c.request) }
         r.add("GET", "/admin/reports/unused-balance.csv", .desk) { [unowned self] c in await desk.reportCSV(c.request) }
     }
