@@ -113,6 +113,14 @@ public struct GooglePlayImport: Sendable, Hashable {
     public var productId: String
     public var purchaseToken: String?
     public var orderId: String?
+
+    public init(customerId: String, packageName: String?, productId: String, purchaseToken: String?, orderId: String?) {
+        self.customerId = customerId
+        self.packageName = packageName
+        self.productId = productId
+        self.purchaseToken = purchaseToken
+        self.orderId = orderId
+    }
 }
 
 /// RevenueCat's scheduled data export (transactions feed, export versions 4 to 7): the columns Kakin reads. The customer
