@@ -112,17 +112,20 @@ import Testing
                                       in: toldDir)
         #expect(toldRun.status == 0 && toldRun.out.contains("\"status\":\"active\""), "\(toldRun.err)")
 
-        let moving = try await shell(pointed(blocks[1], at: kakin.base), in: dir)
+        // The second block continues the first's shell session (its `B`).
+        let moving = try await shell("B=\(kakin.base)\n" + blocks[1], in: dir)
         #expect(moving.status == 0, "\(moving.out)\n\(moving.err)")
         #expect(moving.out.contains("done: 200 rows, 200 applied, 0 already present, 0 rejected"), "\(moving.out)")
         #expect(moving.out.contains("done: 200 rows, 0 applied, 200 already present, 0 rejected"), "\(moving.out)")
         #expect(moving.out.contains("done: 1 rows, 1 applied, 0 already present, 0 rejected"), "\(moving.out)")
         #expect(moving.out.contains("\"unusedPaidCoins\":1200") && moving.out.contains("\"source\":\"import\""), "\(moving.out)")
+        var differing: [String] = []
         for i in 2...200 {
             let a = try await Self.comparable(kakin.base, "old\(i)"), b = try await Self.comparable(told.base, "old\(i)")
-            #expect(a == b, "old\(i)")
+            if a != b { differing.append("old\(i)") }
             if i == 2 { #expect(a["status"] == "active" && a["wallet"]?["total"] == 550) }
         }
+        #expect(differing.isEmpty, "\(differing.count) customers differ, first \(differing.first ?? "")")
         // old1 has the imported balance on top of the same purchases.
         #expect(try await Self.get(kakin.base, "/v1/customers/old1/wallet")["total"]?.int64Value == 550 + 1500)
         // The business numbers of the period are the told Kakin's (coins, subscriptions, trials, revenue).
@@ -142,7 +145,8 @@ import Testing
             return .object(o)
         }
         // The imported balance is the one difference: 1,200 more paid coins outstanding (never sold in the period).
-        #expect(numbers["coins"]?["outstandingPaid"]?.int64Value == 100_000 + 1_200)
+        #expect(numbers["coins"]?["outstandingPaid"]?.int64Value == (toldNumbers["coins"]?["outstandingPaid"]?.int64Value ?? 0) + 1_200,
+                "\(numbers["coins"] ?? .null) vs told \(toldNumbers["coins"] ?? .null)")
         #expect(without(numbers, ["from", "to", "coins"]) == without(toldNumbers, ["from", "to", "coins"]))
         #expect(without(numbers["coins"] ?? .null, ["outstandingPaid"]) == without(toldNumbers["coins"] ?? .null, ["outstandingPaid"]))
         let check = try await shell("kakin ledger check --database sqlite:kakin.db", in: dir)
