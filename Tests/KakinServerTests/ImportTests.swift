@@ -266,3 +266,17 @@ import Testing
         }
     }
 }
+
+/// What `kakin import` draws: a bar redrawn in place on a terminal, plain lines otherwise.
+@Suite struct ImportProgressDrawing {
+    @Test func theBarShowsRowsRateEtaAndRejects() {
+        let status: JSONValue = ["importId": "imp_1", "state": "running", "rows": 10_000, "done": 3_400, "rejected": 2,
+                                 "ratePerSecond": 812.4, "etaSeconds": 9]
+        #expect(ImportProgress.bar(status) == "[##########--------------------]  3,400/10,000 rows  34%  812 rows/s  ETA 9s  rejected 2")
+        #expect(ImportProgress.line(status) == "import imp_1 running: 3400/10000 rows, 812 rows/s, ETA 9s, 2 rejected")
+        let starting: JSONValue = ["importId": "imp_1", "state": "queued", "rows": 200, "done": 0, "rejected": 0, "ratePerSecond": 0.0,
+                                   "etaSeconds": .null]
+        #expect(ImportProgress.bar(starting) == "[------------------------------]  0/200 rows  0%  0.0 rows/s  ETA --  rejected 0")
+        #expect(ImportProgress.eta(["etaSeconds": 3_725]) == "1h2m" && ImportProgress.eta(["etaSeconds": 75]) == "1m15s")
+    }
+}
