@@ -174,20 +174,34 @@ public final class Imports: Sendable {
                     try await applyStoreRows(rows, job: job, kind: kind, covered: &covered)
                 }
                 backoffMs = 1_000
+            } catch where !Self.isRetryable(error) {
+                // Not the row's fault and not worth retrying (a bug): the job stops, its rows done stay done.
+                logger.error("import failed", ["import.id": .string(job.importId), "error.id": .string(error.kind.id),
+                                               "error.detail": .string(error.detail ?? error.message)])
+                try? await jobs.finish(job.importId, owner: owner, state: .failed, error: "\(error.kind.id) \(error.message)", nowMs: clock.nowMs())
+                return
             } catch {
                 // The App Store or the database is unavailable: the rows stay pending; wait (Apple's Retry-After when given).
                 let waitMs = min(Self.backoffMsMax, max(backoffMs, (error.retryAfterMs ?? 0) - clock.nowMs()))
                 logger.warning("import waiting", ["import.id": .string(job.importId), "error.id": .string(error.kind.id),
                                                   "error.detail": .string(error.detail ?? error.message), "retry.ms": .int(waitMs)])
                 backoffMs = min(Self.backoffMsMax, backoffMs * 2)
-                guard await sleep(ms: min(waitMs, Self.leaseMs / 2)) else { return }
+                guard await wait(ms: waitMs, holding: job.importId) else { return }
             }
         }
     }
 
-    /// Sleeps on the real clock; false when the task was cancelled (the server is stopping).
-    func sleep(ms: Int64) async -> Bool {
-        (try? await Task.sleep(nanoseconds: UInt64(max(0, ms)) * 1_000_000)) != nil
+    /// Waits on the real clock, renewing the job's lease meanwhile; false when the job is no longer this worker's or the
+    /// task was cancelled (the server is stopping).
+    func wait(ms: Int64, holding importId: String) async -> Bool {
+        var left = max(0, ms)
+        while left > 0 {
+            let step = min(left, Self.leaseMs / 3)
+            guard (try? await Task.sleep(nanoseconds: UInt64(step) * 1_000_000)) != nil,
+                  (try? await jobs.renew(importId, owner: owner, leaseUntilMs: clock.nowMs() + Self.leaseMs)) == true else { return false }
+            left -= step
+        }
+        return true
     }
 
     /// A row's checks: its typed form, or its reject.
