@@ -19,7 +19,7 @@ import Testing
                 try await jobs.create(importId: "imp_c", kind: "balances", dryRun: false, events: false, rows: rows, createdBy: nil, nowMs: 1_002,
                                       jobsAtOnceMax: 2)
                 Issue.record("a third open job was accepted")
-            } catch {
+            } catch let error as KakinError {
                 #expect(error.kind == .importsBusy)
             }
             let a = try #require(try await jobs.claim(owner: "w1", nowMs: 2_000, leaseUntilMs: 3_000))
@@ -50,7 +50,7 @@ import Testing
             do {
                 _ = try await jobs.cancel("imp_a", nowMs: 3_700)
                 Issue.record("an ended job was cancelled again")
-            } catch {
+            } catch let error as KakinError {
                 #expect(error.kind == .importEnded)
             }
             try await jobs.finish("imp_b", owner: "w2", state: .done, error: nil, nowMs: 3_800)
