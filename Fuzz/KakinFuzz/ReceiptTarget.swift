@@ -1,4 +1,5 @@
 import AppStoreSecurity
+import KakinCrypto
 
 /// The legacy app receipt reader (PKCS#7 SignedData in DER or Xcode's BER, then the ASN.1 payload), with
 /// and without the signature check, and its base64 entry point.

@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinServer
 
 /// Compact JWS decoding and verification by Apple's rules. The first byte picks the mode: even feeds

@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import StoreAPITransport
 
 /// One endpoint call: method, path segments (each percent-encoded), query items in order, optional JSON body.
 struct APICall: Sendable {
@@ -32,24 +33,6 @@ struct APICall: Sendable {
         guard !query.isEmpty else { return path }
         return path + "?" + query.map { percentEncoded($0.0) + "=" + percentEncoded($0.1) }.joined(separator: "&")
     }
-}
-
-/// RFC 3986 unreserved characters pass; everything else (including `+`, `/`, `=` of base64 tokens) is
-/// percent-encoded, so a revision or pagination token reaches the server byte for byte.
-func percentEncoded(_ text: String) -> String {
-    let hex = Array("0123456789ABCDEF".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(text.utf8.count)
-    for byte in text.utf8 {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            out.append(byte)
-        default:
-            out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-        }
-    }
-    return String(decoding: out, as: UTF8.self)
 }
 
 extension AppStoreServerAPIClient {
@@ -86,7 +69,7 @@ extension AppStoreServerAPIClient {
 
     /// Sends `call` with retries and falls back to the next host where the routing allows it.
     /// - Returns: the 2xx answer and the host that gave it.
-    func send(_ call: APICall, routing: Routing) async throws(AppStoreServerAPIError) -> (AppStoreHTTPResponse, Host) {
+    func send(_ call: APICall, routing: Routing) async throws(AppStoreServerAPIError) -> (HTTPClientResponse, Host) {
         let hosts = try hosts(for: routing, call)
         var index = 0
         while true {
@@ -123,7 +106,7 @@ extension AppStoreServerAPIClient {
     }
 
     /// At most `retriesMax + 1` attempts; waits between them come from the backoff or a 429's `Retry-After`.
-    func sendWithRetries(_ call: APICall, to host: Host) async throws(AppStoreServerAPIError) -> AppStoreHTTPResponse {
+    func sendWithRetries(_ call: APICall, to host: Host) async throws(AppStoreServerAPIError) -> HTTPClientResponse {
         var attempts = 0
         while true {
             attempts += 1
@@ -160,20 +143,16 @@ extension AppStoreServerAPIClient {
         }
     }
 
-    /// Equal jitter: a uniform draw from [d/2, d], d = min(base · 2^retry, max).
+    /// Equal jitter (`RetryBackoff`) with the configured base and ceiling.
     func backoffMs(retry: Int) -> Int64 {
-        let base = configuration.backoffBaseMs
-        let (scaled, overflow) = base.multipliedReportingOverflow(by: Int64(1) << Int64(min(retry, 32)))
-        let ceiling = overflow ? configuration.backoffMsMax : min(scaled, configuration.backoffMsMax)
-        guard ceiling > 1 else { return max(0, ceiling) }
-        return ceiling / 2 + Int64.random(in: 0...(ceiling - ceiling / 2))
+        RetryBackoff.equalJitterMs(retry: retry, baseMs: configuration.backoffBaseMs, maxMs: configuration.backoffMsMax)
     }
 
     /// One attempt with a freshly signed token.
-    func sendOnce(_ call: APICall, to host: Host) async -> Result<AppStoreHTTPResponse, AppStoreServerAPIError> {
+    func sendOnce(_ call: APICall, to host: Host) async -> Result<HTTPClientResponse, AppStoreServerAPIError> {
         func failure(
             _ kind: AppStoreServerAPIError.Kind, status: Int? = nil, detail: String? = nil
-        ) -> Result<AppStoreHTTPResponse, AppStoreServerAPIError> {
+        ) -> Result<HTTPClientResponse, AppStoreServerAPIError> {
             .failure(AppStoreServerAPIError(
                 kind: kind, request: call.label, environment: host.environment, httpStatus: status, detail: detail))
         }
@@ -198,11 +177,11 @@ extension AppStoreServerAPIClient {
             body = raw.bytes
             headers.append(("Content-Type", raw.contentType))
         }
-        let request = AppStoreHTTPRequest(
+        let request = HTTPClientRequest(
             method: call.method, url: host.baseURL + call.pathAndQuery, headers: headers, body: body,
             timeoutMs: configuration.requestTimeoutMs)
 
-        let response: AppStoreHTTPResponse
+        let response: HTTPClientResponse
         do {
             response = try await transport.send(request, responseBytesMax: configuration.responseBytesMax)
         } catch {

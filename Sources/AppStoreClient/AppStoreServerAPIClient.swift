@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import StoreAPITransport
 
 /// A client for Apple's App Store Server API that talks to Apple or to Kakin's App Store simulator alike.
 /// Every call signs a fresh ES256 JWT, retries retryable failures a bounded number of times with jittered
@@ -10,9 +11,9 @@ public struct AppStoreServerAPIClient: Sendable {
     let primary: AppStoreServerAPIConfiguration.Host
     /// Sandbox after production, for transaction lookups only.
     let fallback: AppStoreServerAPIConfiguration.Host?
-    let transport: any AppStoreHTTPTransport
+    let transport: any HTTPTransport
     let clock: any Clock
-    let sleeper: any AppStoreRetrySleeper
+    let sleeper: any RetrySleeper
     /// Spaces calls to Apple's hosts at Apple's published rates (nil: not paced; an explicit base URL never is).
     let pacer: RequestPacer?
 
@@ -29,7 +30,7 @@ public struct AppStoreServerAPIClient: Sendable {
     ///     (`AppStoreRateLimits`), shared by every call this client makes; nil: calls are not paced.
     public init(
         configuration: AppStoreServerAPIConfiguration, clock: any Clock,
-        transport: any AppStoreHTTPTransport = URLSessionTransport(), sleeper: any AppStoreRetrySleeper = TaskSleeper(),
+        transport: any HTTPTransport = URLSessionTransport(), sleeper: any RetrySleeper = TaskSleeper(),
         pacingClock: (any Clock)? = nil
     ) throws(AppStoreServerAPIConfigurationError) {
         (primary, fallback) = try configuration.validated()

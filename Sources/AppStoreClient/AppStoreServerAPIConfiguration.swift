@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 
 /// Who to call and with which In-App Purchase key, and the limits every call obeys.
 public struct AppStoreServerAPIConfiguration: Sendable {

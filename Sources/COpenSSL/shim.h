@@ -16,11 +16,15 @@
 #include <openssl/rand.h>
 #include <openssl/objects.h>
 #include <openssl/pkcs7.h>
-#include <openssl/crypto.h>
 
 /// EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *kakin_EVP_EC_gen_P256(void) {
     return EVP_EC_gen("P-256");
+}
+
+/// EVP_RSA_gen is a macro over the variadic EVP_PKEY_Q_keygen.
+static inline EVP_PKEY *kakin_EVP_RSA_gen(unsigned int bits) {
+    return EVP_RSA_gen(bits);
 }
 
 /// BIO_get_mem_data is a macro over BIO_ctrl.

@@ -1,6 +1,6 @@
-import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking

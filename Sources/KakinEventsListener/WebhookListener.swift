@@ -1,7 +1,7 @@
-import AppStoreSecurity
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import Synchronization
 
 /// The receiver behind `kakin events listen`: checks each POST's `Kakin-Signature` against the secrets (400 when it

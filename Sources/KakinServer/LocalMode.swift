@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import AppStoreSimulator
 import Foundation
+import GooglePlaySimulator
 import HTTPServer
 import KakinCore
 import KakinExternal
@@ -15,7 +16,10 @@ import Synchronization
 final class LocalMode: Sendable {
     let configuration: Configuration
     let simulator: AppStoreSimulator
+    /// The Play simulator under `/play-simulator/` (LocalMode+GooglePlay.swift).
+    let playSimulator: GooglePlaySimulator
     let stateFile: String?
+    let playStateFile: String?
     let logger: Logger
     /// Kakin, known only once the runtime has started; notifications sent before that are refused (the
     /// simulator retries them on Apple's schedule).
@@ -72,8 +76,10 @@ final class LocalMode: Sendable {
         self.logger = logger
         if case .sqlite(let path) = configuration.database {
             stateFile = path + ".simulator.json"
+            playStateFile = path + ".play-simulator.json"
         } else {
             stateFile = nil
+            playStateFile = nil
         }
         let appBox = kakin
         let sink = deliveries(InProcessNotificationSink { request in
@@ -93,6 +99,7 @@ final class LocalMode: Sendable {
             simulator = try AppStoreSimulator(configuration: simulatorConfiguration,
                                               clock: simulatorStartMs.map { SimulatedClock(startMs: $0) }, sink: sink)
         }
+        playSimulator = try Self.makePlaySimulator(stateFile: playStateFile, clock: simulator.clock, kakin: appBox, logger: logger)
     }
 
     func runtimeOptions() -> KakinRuntime.Options {
@@ -110,6 +117,7 @@ final class LocalMode: Sendable {
                     for mount in ["/simulator/{rest...}", "/inApps/{rest...}"] {
                         router.add(method, mount) { request, _ in await local.simulatorCall(request) }
                     }
+                    router.add(method, GooglePlaySimulator.mount + "/{rest...}") { request, _ in await local.playSimulator.handle(request) }
                 }
             })
     }
@@ -124,10 +132,12 @@ final class LocalMode: Sendable {
             issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM,
             baseURL: "http://127.0.0.1:\(runtime.port)/simulator"))
         try attachApple2026(port: runtime.port)
+        attachGooglePlay(port: runtime.port)
     }
 
     /// Saves the simulator's state for the next run.
     func stop() async {
+        savePlaySimulator()
         guard let stateFile else { return }
         do {
             try Data(simulator.snapshot()).write(to: URL(fileURLWithPath: stateFile), options: .atomic)
@@ -140,7 +150,8 @@ final class LocalMode: Sendable {
         let b = "http://127.0.0.1:\(port)"
         return """
             Kakin is running in local mode on \(b)
-              SQLite database, demo catalog (bundle \(Catalog.demoBundleId)), App Store simulator at \(b)/simulator/
+              SQLite database, demo catalog (bundle \(Catalog.demoBundleId)), App Store simulator at \(b)/simulator/,
+              Google Play simulator at \(b)/play-simulator/ (package dev.kakin.demo; same clock)
               support desk (search any purchase, the notification inbox, the unused-balance report) at \(b)/admin/
               (loopback only, no credentials; Ctrl-C stops and saves the simulator's state)
 

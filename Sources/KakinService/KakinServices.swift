@@ -4,6 +4,7 @@ import KakinCore
 import KakinEvents
 import KakinMetrics
 import KakinStorage
+import StoreAPITransport
 
 /// Kakin's use cases, built once over the store, the verifier and the clocks. The HTTP routes, the support desk,
 /// the commands and the whole-system simulation call these and nothing below them; each use case holds only what it
@@ -142,7 +143,7 @@ public final class KakinServices: Sendable {
     }
 
     /// The same over another transport (the whole-system simulation reaches its simulator in-process).
-    public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings, transport: any AppStoreHTTPTransport) throws(KakinError) {
+    public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings, transport: any HTTPTransport) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
                                                 transport: CountingTransport(inner: transport, metrics: metrics), pacingClock: retryClock)
         try appStore.useAPIKeyForOffers(api)

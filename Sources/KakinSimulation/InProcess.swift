@@ -5,14 +5,15 @@ import HTTPServer
 import KakinCore
 import KakinEvents
 import KakinStorage
+import StoreAPITransport
 import Synchronization
 
 /// Kakin's App Store Server API client talking to the simulator in the same process: the request is handed to the
 /// simulator's router (`AppStoreSimulator.handle`) instead of a socket. Same paths, same bearer JWT check.
-struct SimulatorTransport: AppStoreHTTPTransport {
+struct SimulatorTransport: HTTPTransport {
     let simulator: AppStoreSimulator
 
-    func send(_ request: AppStoreHTTPRequest, responseBytesMax: Int) async throws(AppStoreTransportError) -> AppStoreHTTPResponse {
+    func send(_ request: HTTPClientRequest, responseBytesMax: Int) async throws(HTTPTransportError) -> HTTPClientResponse {
         guard let components = URLComponents(string: request.url) else { throw .connectionFailed(reason: "bad URL") }
         let items = (components.queryItems ?? []).map { (name: $0.name, value: $0.value ?? "") }
         var headers = HTTPHeaders()
@@ -21,7 +22,7 @@ struct SimulatorTransport: AppStoreHTTPTransport {
                                                         body: request.body ?? []))
         var out: [String: String] = [:]
         for field in answer.headers { out[field.name] = field.value }
-        return AppStoreHTTPResponse(status: answer.status, headers: out, body: answer.body)
+        return HTTPClientResponse(status: answer.status, headers: out, body: answer.body)
     }
 }
 

@@ -1,5 +1,6 @@
 import AppStoreClient
 import KakinCore
+import StoreAPITransport
 import Testing
 
 /// Production → sandbox fallback where Apple's answer says the ID is unknown, and the paging helpers.
@@ -7,7 +8,7 @@ import Testing
     static let production = AppStoreServerAPIConfiguration.productionBaseURL
     static let sandbox = AppStoreServerAPIConfiguration.sandboxBaseURL
 
-    static func isSandbox(_ request: AppStoreHTTPRequest) -> Bool { request.url.hasPrefix(sandbox) }
+    static func isSandbox(_ request: HTTPClientRequest) -> Bool { request.url.hasPrefix(sandbox) }
 
     @Test func transactionUnknownInProductionIsAskedOfSandbox() async throws {
         let h = try Harness(ScriptedTransport { request, _ in
@@ -71,7 +72,7 @@ import Testing
     /// A history of 45 transactions served 20 per page; the script checks every request.
     static func pagedHistory(
         environment: String, pageSize: Int = 20, total: Int = 45
-    ) -> @Sendable (AppStoreHTTPRequest, Int) -> ScriptedTransport.Answer {
+    ) -> @Sendable (HTTPClientRequest, Int) -> ScriptedTransport.Answer {
         return { request, _ in
             let start = request.queryValues("revision").first.flatMap { Int($0.dropFirst(4)) } ?? 0
             let end = min(start + pageSize, total)

@@ -1,6 +1,7 @@
 import AppStoreClient
 import Foundation
 import KakinCore
+import StoreAPITransport
 import Testing
 
 /// Apple's canned response and error bodies (`Tests/Fixtures/apple-testdata/models`) decode through the
@@ -169,7 +170,7 @@ import Testing
     func appleErrorBodiesBecomeTypedErrors(file: String, httpStatus: Int, code: Int, message: String, retryable: Bool) async throws {
         let body = try Fixtures.model(file)
         let h = try Harness(
-            ScriptedTransport([.success(AppStoreHTTPResponse(status: httpStatus, body: body))]),
+            ScriptedTransport([.success(HTTPClientResponse(status: httpStatus, body: body))]),
             server: .baseURL("http://127.0.0.1:1", environment: .sandbox)) { $0.retriesMax = 0 }
         let error = try #require(await apiError { () async throws(AppStoreServerAPIError) in
             try await h.client.transactionInfo(transactionId: "1234")

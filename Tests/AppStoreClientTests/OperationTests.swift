@@ -1,6 +1,7 @@
 import AppStoreClient
 import Foundation
 import KakinCore
+import StoreAPITransport
 import Testing
 
 /// Consumption information, renewal-date extensions, Set App Account Token and Get App Transaction Info:
@@ -123,7 +124,7 @@ import Testing
     }
 
     @Test func setAppAccountTokenRefusalsKeepApplesCodes() async throws {
-        let h = try Harness(ScriptedTransport([.success(AppStoreHTTPResponse(
+        let h = try Harness(ScriptedTransport([.success(HTTPClientResponse(
             status: 400, body: try Fixtures.model("transactionIdNotOriginalTransactionId.json")))]))
         let error = try #require(await apiError { () async throws(AppStoreServerAPIError) in
             try await h.client.setAppAccountToken(originalTransactionId: "2", appAccountToken: "7389a31a-fb6d-4569-a2a6-db7d85d84813")

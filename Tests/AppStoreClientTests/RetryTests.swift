@@ -1,5 +1,6 @@
 import AppStoreClient
 import KakinCore
+import StoreAPITransport
 import Testing
 
 /// Retries, backoff, 429 `Retry-After`, and the failures that are never retried. Waits go through an
@@ -148,7 +149,7 @@ import Testing
     }
 
     @Test func badTokenIsSurfacedAsUnauthorizedWithoutRetryOrSecrets() async throws {
-        let h = try Harness(ScriptedTransport([.success(AppStoreHTTPResponse(status: 401))]))
+        let h = try Harness(ScriptedTransport([.success(HTTPClientResponse(status: 401))]))
         let error = try #require(await apiError { () async throws(AppStoreServerAPIError) in
             try await h.client.allSubscriptionStatuses(transactionId: "77")
         })
@@ -187,7 +188,7 @@ import Testing
     }
 
     @Test func serverErrorWithoutAppleBodyStillCarriesTheStatus() async throws {
-        let h = try Harness(ScriptedTransport([.success(AppStoreHTTPResponse(status: 502, body: Array("Bad Gateway".utf8)))])) {
+        let h = try Harness(ScriptedTransport([.success(HTTPClientResponse(status: 502, body: Array("Bad Gateway".utf8)))])) {
             $0.retriesMax = 0
         }
         let error = try #require(await apiError { () async throws(AppStoreServerAPIError) in

@@ -3,6 +3,8 @@ import AppStoreSecurity
 @testable import AppStoreSimulator
 import HTTPServer
 import KakinCore
+import KakinCrypto
+import StoreAPITransport
 import Synchronization
 import Testing
 

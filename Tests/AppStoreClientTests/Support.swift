@@ -2,6 +2,8 @@ import AppStoreClient
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
+import StoreAPITransport
 import Synchronization
 import Testing
 
@@ -45,7 +47,7 @@ final class ManualClock: Clock {
 }
 
 /// Records each requested wait and moves the manual clock by it, instantly.
-final class AdvancingSleeper: AppStoreRetrySleeper {
+final class AdvancingSleeper: RetrySleeper {
     let clock: ManualClock
     private let waits = Mutex<[Int64]>([])
     /// When set, the n-th sleep (0-based) throws as if the task had been cancelled.
@@ -69,22 +71,22 @@ final class AdvancingSleeper: AppStoreRetrySleeper {
 }
 
 /// A transport that answers from a script and remembers what it was sent.
-final class ScriptedTransport: AppStoreHTTPTransport {
-    typealias Answer = Result<AppStoreHTTPResponse, AppStoreTransportError>
-    private let handler: @Sendable (AppStoreHTTPRequest, Int) -> Answer
-    private let sent = Mutex<[AppStoreHTTPRequest]>([])
+final class ScriptedTransport: HTTPTransport {
+    typealias Answer = Result<HTTPClientResponse, HTTPTransportError>
+    private let handler: @Sendable (HTTPClientRequest, Int) -> Answer
+    private let sent = Mutex<[HTTPClientRequest]>([])
 
     /// - Parameter handler: gets each request and its 0-based index.
-    init(_ handler: @escaping @Sendable (AppStoreHTTPRequest, Int) -> Answer) { self.handler = handler }
+    init(_ handler: @escaping @Sendable (HTTPClientRequest, Int) -> Answer) { self.handler = handler }
 
     /// Answers in order; the last answer repeats.
     convenience init(_ answers: [Answer]) {
         self.init { _, index in answers[min(index, answers.count - 1)] }
     }
 
-    var requests: [AppStoreHTTPRequest] { sent.withLock { $0 } }
+    var requests: [HTTPClientRequest] { sent.withLock { $0 } }
 
-    func send(_ request: AppStoreHTTPRequest, responseBytesMax: Int) async throws(AppStoreTransportError) -> AppStoreHTTPResponse {
+    func send(_ request: HTTPClientRequest, responseBytesMax: Int) async throws(HTTPTransportError) -> HTTPClientResponse {
         let index = sent.withLock { all in
             all.append(request)
             return all.count - 1
@@ -93,7 +95,7 @@ final class ScriptedTransport: AppStoreHTTPTransport {
     }
 }
 
-extension AppStoreHTTPRequest {
+extension HTTPClientRequest {
     var path: String { String(url.split(separator: "?", maxSplits: 1)[0]) }
 
     /// Query items in order, percent-decoded.
@@ -117,13 +119,13 @@ extension AppStoreHTTPRequest {
 }
 
 func ok(_ body: [UInt8], headers: [String: String] = [:]) -> ScriptedTransport.Answer {
-    .success(AppStoreHTTPResponse(status: 200, headers: headers, body: body))
+    .success(HTTPClientResponse(status: 200, headers: headers, body: body))
 }
 
 func ok(_ json: JSONValue) -> ScriptedTransport.Answer { ok(json.serialized()) }
 
 func status(_ code: Int, _ body: JSONValue? = nil, headers: [String: String] = [:]) -> ScriptedTransport.Answer {
-    .success(AppStoreHTTPResponse(status: code, headers: headers, body: body?.serialized() ?? []))
+    .success(HTTPClientResponse(status: code, headers: headers, body: body?.serialized() ?? []))
 }
 
 func appleError(_ code: Int, _ errorCode: Int64, headers: [String: String] = [:]) -> ScriptedTransport.Answer {

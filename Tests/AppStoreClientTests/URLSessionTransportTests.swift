@@ -1,6 +1,7 @@
 import AppStoreClient
 import HTTPServer
 import KakinCore
+import StoreAPITransport
 import Synchronization
 import Testing
 
@@ -34,8 +35,8 @@ import Testing
         await server.shutdown(gracePeriodSeconds: 0)
     }
 
-    static func request(_ url: String, method: String = "GET", body: [UInt8]? = nil, timeoutMs: Int64 = 10_000) -> AppStoreHTTPRequest {
-        AppStoreHTTPRequest(
+    static func request(_ url: String, method: String = "GET", body: [UInt8]? = nil, timeoutMs: Int64 = 10_000) -> HTTPClientRequest {
+        HTTPClientRequest(
             method: method, url: url, headers: [("Authorization", "Bearer a.b.c"), ("Content-Type", "application/json")],
             body: body, timeoutMs: timeoutMs)
     }
@@ -82,10 +83,10 @@ import Testing
             let limit = 256 * 1024
             let atLimit = try await transport.send(Self.request("\(baseURL)/big/\(limit)"), responseBytesMax: limit)
             #expect(atLimit.body.count == limit)
-            await #expect(throws: AppStoreTransportError.responseTooLarge) {
+            await #expect(throws: HTTPTransportError.responseTooLarge) {
                 try await transport.send(Self.request("\(baseURL)/big/\(limit + 1)"), responseBytesMax: limit)
             }
-            await #expect(throws: AppStoreTransportError.responseTooLarge) {
+            await #expect(throws: HTTPTransportError.responseTooLarge) {
                 try await transport.send(Self.request("\(baseURL)/big/\(4 * limit)"), responseBytesMax: limit)
             }
         }
@@ -99,7 +100,7 @@ import Testing
             }
         }) { baseURL in
             let transport = URLSessionTransport()
-            await #expect(throws: AppStoreTransportError.timedOut) {
+            await #expect(throws: HTTPTransportError.timedOut) {
                 try await transport.send(Self.request("\(baseURL)/slow", timeoutMs: 300), responseBytesMax: 1024)
             }
         }
@@ -113,8 +114,8 @@ import Testing
             }
         }) { baseURL in
             let transport = URLSessionTransport()
-            let call = Task { () async -> AppStoreTransportError? in
-                do throws(AppStoreTransportError) {
+            let call = Task { () async -> HTTPTransportError? in
+                do throws(HTTPTransportError) {
                     _ = try await transport.send(Self.request("\(baseURL)/slow"), responseBytesMax: 1024)
                     return nil
                 } catch {
@@ -150,7 +151,7 @@ import Testing
         var closedBaseURL = ""
         try await Self.withServer({ _ in }) { baseURL in closedBaseURL = baseURL }
         let transport = URLSessionTransport()
-        do throws(AppStoreTransportError) {
+        do throws(HTTPTransportError) {
             _ = try await transport.send(Self.request("\(closedBaseURL)/anything"), responseBytesMax: 1024)
             Issue.record("a closed port answered")
         } catch {

@@ -1,6 +1,7 @@
 @testable import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// App receipts (reference §9): Apple's Xcode receipts read as Apple's tools read them, receipts Kakin

@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// Inputs found while fuzzing (`scripts/fuzz`) that crashed a verifier, kept as regression tests.

@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// Kakin and Apple's own App Store Server Library (Python) must give the same answer for the same

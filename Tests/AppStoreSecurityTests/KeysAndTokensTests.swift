@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 @Suite struct KeyTests {

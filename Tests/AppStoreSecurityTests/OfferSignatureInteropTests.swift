@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// Kakin's offer signatures and Apple's own (`app-store-server-library` 3.1.2, Python), made with the same

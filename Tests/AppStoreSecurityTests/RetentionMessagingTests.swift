@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// Apple's signed Get Retention Message request, verified by the same chain rules as every other signed

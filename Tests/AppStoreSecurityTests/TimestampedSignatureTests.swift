@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// Stripe's signature scheme (`Stripe-Signature` in, `Kakin-Signature` out), checked against `openssl dgst`.

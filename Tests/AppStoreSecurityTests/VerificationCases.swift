@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 
 /// One signed-data verification scenario with Kakin's expected answer. The same list drives the Swift
 /// tests and the interop test against Apple's Python library, so both sides see identical inputs.

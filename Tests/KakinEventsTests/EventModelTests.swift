@@ -1,9 +1,9 @@
-import AppStoreSecurity
 import KakinCore
+import KakinCrypto
+@testable import KakinEvents
 import KakinStorage
 import KakinTestPostgres
 import Testing
-@testable import KakinEvents
 
 @Suite struct EventTypesAndFilters {
     @Test func theTypesAreTheContractsNames() {

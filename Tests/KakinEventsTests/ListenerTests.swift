@@ -1,6 +1,6 @@
-import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinEventsListener
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
-import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinExternal
 import Testing
 

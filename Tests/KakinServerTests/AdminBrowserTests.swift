@@ -1,9 +1,10 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import KakinEvents
-import KakinService
 @testable import KakinServer
+import KakinService
 import Testing
 
 /// `/admin/` in a real browser: headless Chromium (Debian's `chromium` + `chromium-driver`, installed by

@@ -2,8 +2,9 @@ import AppStoreClient
 import AppStoreSecurity
 import Foundation
 import KakinCore
-import KakinService
+import KakinCrypto
 @testable import KakinServer
+import KakinService
 import Testing
 
 /// Apple's 2026 additions where they meet the server's configuration and local mode, without Kakin's

@@ -3,6 +3,7 @@ import AppStoreSecurity
 import AppStoreSimulator
 import Foundation
 import KakinCore
+import KakinCrypto
 @testable import KakinServer
 import Testing
 

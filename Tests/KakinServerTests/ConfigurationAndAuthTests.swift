@@ -1,8 +1,9 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
-import KakinService
+import KakinCrypto
 @testable import KakinServer
+import KakinService
 import KakinSystem
 import Testing
 

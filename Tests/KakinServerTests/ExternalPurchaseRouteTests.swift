@@ -1,10 +1,11 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
+import KakinCrypto
 import KakinExternal
+@testable import KakinServer
 import KakinService
 import Testing
-@testable import KakinServer
 
 /// The routes of purchases outside the App Store over real HTTP, and the unused-balance report with coins sold both ways.
 @Suite struct ExternalPurchaseRouteTests {

@@ -1,7 +1,8 @@
 import AppStoreSecurity
 import KakinCore
-import KakinService
+import KakinCrypto
 @testable import KakinServer
+import KakinService
 import Testing
 
 /// Inputs the fuzzers (`scripts/fuzz`) found that crashed or misled Kakin, kept as regression tests.

@@ -1,8 +1,9 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
-import KakinService
+import KakinCrypto
 @testable import KakinServer
+import KakinService
 import Testing
 
 /// The app asks Kakin for an offer signature; Kakin decides by the app's offer rules, signs with the In-App

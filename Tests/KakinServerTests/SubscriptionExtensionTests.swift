@@ -1,8 +1,9 @@
 import AppStoreSecurity
 import Foundation
 import KakinCore
-import KakinService
+import KakinCrypto
 @testable import KakinServer
+import KakinService
 import Testing
 
 /// Support extends subscriptions through Kakin's admin API, which calls the App Store Server API (here the

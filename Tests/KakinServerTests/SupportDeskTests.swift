@@ -2,11 +2,12 @@ import AppStoreSecurity
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinEvents
+@testable import KakinServer
 import KakinService
 import KakinSQLite
 import KakinStorage
-@testable import KakinServer
 import Testing
 
 /// The support desk in local mode with the App Store simulator: a purchase is found by what a customer or

@@ -1,10 +1,11 @@
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinExternal
+@testable import KakinService
 import KakinStorage
 import KakinTestPostgres
 import Testing
-@testable import KakinService
 
 /// Purchases outside the App Store through the one write of `ExternalPurchases`, on both engines: each test asserts
 /// the balances, the ledger (with `source`), the status (with `source`) and the customer's events.

@@ -1,4 +1,4 @@
-internal import COpenSSL
+import KakinCrypto
 
 /// One DER element: its tag and where its content lies in the reader's bytes.
 struct ASN1Element {
@@ -16,7 +16,7 @@ struct ASN1Element {
     static let ia5String: Int32 = 22
 }
 
-/// Reads consecutive DER elements from a byte range. OpenSSL's `ASN1_get_object` decodes each header (and
+/// Reads consecutive DER elements from a byte range. `ASN1Header` (OpenSSL's `ASN1_get_object`) decodes each header (and
 /// refuses a length that runs past the range); this reader refuses indefinite lengths, counts elements and
 /// depth, so hostile input costs at most a bounded walk and never a crash.
 struct ASN1Reader {
@@ -46,28 +46,18 @@ struct ASN1Reader {
         guard position < end else { return nil }
         count += 1
         guard count <= Self.elementsMax else { throw .malformed("more than \(Self.elementsMax) elements in one structure") }
-        var length = 0
-        var tag: Int32 = 0
-        var tagClass: Int32 = 0
-        var consumed = 0
-        let flags: Int32 = bytes.withUnsafeBufferPointer { buffer in
-            let start = buffer.baseAddress! + position
-            var cursor: UnsafePointer<UInt8>? = UnsafePointer(start)
-            let result = ASN1_get_object(&cursor, &length, &tag, &tagClass, end - position)
-            if let cursor { consumed = cursor - UnsafePointer(start) }
-            return result
+        let header = bytes.withUnsafeBufferPointer { buffer in
+            ASN1Header.read(UnsafeBufferPointer(rebasing: buffer[position..<end]))
         }
-        if flags & 0x80 != 0 {
-            ERR_clear_error()
-            throw .malformed("an ASN.1 header is invalid or its length runs past the data")
-        }
-        guard flags & 0x01 == 0 else { throw .malformed("indefinite length inside the receipt payload") }
-        let contentStart = position + consumed
-        guard consumed > 0, length >= 0, contentStart <= end, length <= end - contentStart else {
+        guard let header else { throw .malformed("an ASN.1 header is invalid or its length runs past the data") }
+        guard !header.isIndefinite else { throw .malformed("indefinite length inside the receipt payload") }
+        let contentStart = position + header.headerCount
+        let length = header.contentCount
+        guard header.headerCount > 0, length >= 0, contentStart <= end, length <= end - contentStart else {
             throw .malformed("an ASN.1 length runs past the data")
         }
         position = contentStart + length
-        return ASN1Element(tag: tag, tagClass: tagClass, isConstructed: flags & 0x20 != 0, content: contentStart..<(contentStart + length))
+        return ASN1Element(tag: header.tag, tagClass: header.tagClass, isConstructed: header.isConstructed, content: contentStart..<(contentStart + length))
     }
 
     /// The next element, which must be a universal one with this tag.

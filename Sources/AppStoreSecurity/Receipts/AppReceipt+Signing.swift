@@ -1,5 +1,5 @@
-internal import COpenSSL
 import KakinCore
+import KakinCrypto
 
 /// Writing receipts, for Kakin's App Store simulator (which hands apps a receipt for their simulated
 /// purchases, as StoreKit 1 would) and for tests. Attributes are written in type order, as Apple's are.
@@ -33,35 +33,8 @@ extension AppReceipt {
     /// `certificate`, carrying `certificate` and `chain` (not the root: verifiers bring their own).
     public func signed(key: P256PrivateKey, certificate: X509Certificate, chain: [X509Certificate] = [],
                        encoding: Encoding = .der) throws(CryptoError) -> [UInt8] {
-        let payload = payloadDER
-        let flags = PKCS7_BINARY | (encoding == .xcode ? PKCS7_STREAM : 0)
-        guard let stack = kakin_sk_X509_new_null() else { throw CryptoError.openSSL("receipt certificates") }
-        defer { kakin_sk_X509_free(stack) }
-        for c in chain { _ = kakin_sk_X509_push(stack, c.pointer) }
-        let result = payload.withUnsafeBytes { buffer in
-            Result { () throws(CryptoError) -> [UInt8] in try Self.sign(buffer, certificate, key, stack, flags, encoding) }
-        }
-        return try result.get()
-    }
-
-    private static func sign(_ payload: UnsafeRawBufferPointer, _ certificate: X509Certificate, _ key: P256PrivateKey,
-                             _ chain: OpaquePointer, _ flags: Int32, _ encoding: Encoding) throws(CryptoError) -> [UInt8] {
-        guard let input = BIO_new_mem_buf(payload.baseAddress, Int32(payload.count)) else { throw CryptoError.openSSL("receipt payload") }
-        defer { BIO_free(input) }
-        guard let p7 = PKCS7_sign(certificate.pointer, key.key.pointer, chain, input, flags) else {
-            throw CryptoError.openSSL("sign receipt")
-        }
-        defer { PKCS7_free(p7) }
-        switch encoding {
-        case .der:
-            guard let der = derBytes({ i2d_PKCS7(p7, $0) }) else { throw CryptoError.openSSL("encode receipt") }
-            return der
-        case .xcode:
-            guard let out = BIO_new(BIO_s_mem()) else { throw CryptoError.openSSL("encode receipt") }
-            defer { BIO_free(out) }
-            guard i2d_PKCS7_bio_stream(out, p7, input, flags) == 1 else { throw CryptoError.openSSL("encode receipt") }
-            return memoryBIOContents(out)
-        }
+        try PKCS7SignedData.sign(payloadDER, key: key, certificate: certificate, chain: chain,
+                                 encoding: encoding == .xcode ? .streamedBER : .der)
     }
 }
 

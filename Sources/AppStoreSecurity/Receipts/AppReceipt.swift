@@ -1,5 +1,5 @@
-internal import COpenSSL
 import KakinCore
+import KakinCrypto
 
 /// Why an app receipt was refused. `malformed`: not a readable receipt (bad base64, not PKCS#7 signed
 /// data, truncated, a field of the wrong type, a bound exceeded). `untrusted`: readable, but its signature
@@ -261,52 +261,27 @@ public struct AppReceipt: Sendable, Hashable {
     }
 }
 
-/// The PKCS#7 envelope of a receipt, parsed by OpenSSL.
-struct SignedReceipt: ~Copyable {
-    let pointer: UnsafeMutablePointer<PKCS7>
-    let payload: [UInt8]
+/// The PKCS#7 envelope of a receipt (`PKCS7SignedData`), bounded in size.
+struct SignedReceipt {
+    let envelope: PKCS7SignedData
+    var payload: [UInt8] { envelope.content }
 
     init(der: [UInt8]) throws(AppReceiptError) {
         guard !der.isEmpty else { throw .malformed("the receipt is empty") }
         guard der.count <= AppReceipt.derBytesMax else { throw .malformed("the receipt is larger than \(AppReceipt.derBytesMax) bytes") }
-        var consumed = 0
-        let parsed: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let p7 = d2i_PKCS7(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
-            return p7
+        do {
+            envelope = try PKCS7SignedData(der: der)
+        } catch {
+            throw .malformed(error.reason)
         }
-        guard let parsed else {
-            ERR_clear_error()
-            throw .malformed("not a PKCS#7 structure (or truncated)")
-        }
-        var data: UnsafePointer<UInt8>? = nil
-        var length: Int32 = 0
-        guard consumed == der.count else {
-            PKCS7_free(parsed)
-            throw .malformed("bytes after the PKCS#7 structure")
-        }
-        guard kakin_PKCS7_signed_data_content(parsed, &data, &length) == 1, let data, length >= 0 else {
-            PKCS7_free(parsed)
-            throw .malformed("not PKCS#7 signed data with an attached payload")
-        }
-        pointer = parsed
-        payload = Array(UnsafeBufferPointer(start: data, count: Int(length)))
     }
-
-    deinit { PKCS7_free(pointer) }
 
     /// `PKCS7_verify` with the receipt's own certificates as the untrusted chain and `trustedRoots` as anchors.
     func verify(trustedRoots: [X509Certificate], atMs: Int64) throws(AppReceiptError) {
-        guard !trustedRoots.isEmpty, let store = X509_STORE_new() else { throw .untrusted("no trusted root") }
-        defer { X509_STORE_free(store) }
-        for root in trustedRoots { X509_STORE_add_cert(store, root.pointer) }
-        guard let param = X509_STORE_get0_param(store) else { throw .untrusted("no verification parameters") }
-        X509_VERIFY_PARAM_set_time(param, time_t(atMs / 1000))
-        X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_ANY)
-        let ok = PKCS7_verify(pointer, nil, store, nil, nil, PKCS7_BINARY)
-        guard ok == 1 else {
-            let error = CryptoError.openSSL("verify")
+        guard !trustedRoots.isEmpty else { throw .untrusted("no trusted root") }
+        do {
+            try envelope.verify(trustedRoots: trustedRoots, atMs: atMs)
+        } catch {
             throw .untrusted(error.detail.isEmpty ? "the signature does not verify" : error.detail)
         }
     }

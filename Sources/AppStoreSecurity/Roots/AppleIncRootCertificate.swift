@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// Apple Inc. Root: the anchor of App Store app receipts (PKCS#7, reference §9), embedded like Apple Root
 /// CA - G3. Receipts are only checked against it when the configuration asks (`appReceipts`).

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// Apple's root certificates that Kakin trusts by default, embedded so that the `kakin` binary works
 /// wherever it is copied. `Resources/AppleRootCA-G3.cer` is the same file (a test keeps them equal).

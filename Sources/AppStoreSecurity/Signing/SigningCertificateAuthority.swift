@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// A private stand-in for Apple's App Store signing chain: a P-256 root, an intermediate with Apple's
 /// intermediate marker (1.2.840.113635.100.6.2.1) and a leaf with the leaf marker
@@ -146,8 +147,6 @@ public struct JWSSigner: Sendable {
     /// Signs exact payload bytes under any header JSON. For tests that need malformed tokens (another
     /// `alg`, two or four certificates, a missing `x5c`); the signature is always ES256 by `key`.
     public func sign(payloadBytes: [UInt8], header: JSONValue) throws(CryptoError) -> String {
-        let signingInput = Base64.urlEncode(header.serialized()) + "." + Base64.urlEncode(payloadBytes)
-        let signature = try key.signES256(Array(signingInput.utf8))
-        return signingInput + "." + Base64.urlEncode(signature)
+        try CompactJWS.make(header: header, payloadBytes: payloadBytes, sign: key.signES256)
     }
 }

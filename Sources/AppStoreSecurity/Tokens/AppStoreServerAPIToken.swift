@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// Bearer JWTs of the App Store Server API (reference §6.1): created by Kakin's API client from an
 /// In-App Purchase key (`.p8`), and checked by Kakin's App Store simulator the way Apple checks them.
@@ -22,9 +23,7 @@ public enum AppStoreServerAPIToken {
             "iss": .string(issuerId), "exp": .int(expiresAtSeconds), "aud": .string(audience), "bid": .string(bundleId),
         ]
         if let issuedAtSeconds { claims["iat"] = .int(issuedAtSeconds) }
-        let signingInput = Base64.urlEncode(header.serialized()) + "." + Base64.urlEncode(JSONValue.object(claims).serialized())
-        let signature = try key.signES256(Array(signingInput.utf8))
-        return signingInput + "." + Base64.urlEncode(signature)
+        return try CompactJWS.make(header: header, payloadBytes: JSONValue.object(claims).serialized(), sign: key.signES256)
     }
 }
 

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// The legacy promotional-offer signature (reference §8.1) used by StoreKit 1 `SKPaymentDiscount`,
 /// StoreKit 2 `promotionalOffer(offerID:signature:)` and Retention Messaging: ECDSA P-256 with SHA-256

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// The body Apple expects back from the Get Retention Message endpoint (`RealtimeResponseBody`): exactly one
 /// of `message` `{messageIdentifier}`, `alternateProduct` `{messageIdentifier?, productId}` or

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// The JWS StoreKit takes for signed App Store requests (reference §8.2), made with the In-App Purchase key
 /// as Apple's library makes them (`JWSSignatureCreator`): header `{"alg":"ES256","kid","typ":"JWT"}`, claims
@@ -37,8 +38,7 @@ public enum SignedRequestJWS {
         claims["iat"] = .int(issuedAtSeconds)
         claims["nonce"] = .string(nonce)
         let header: JSONValue = ["alg": "ES256", "kid": .string(key.keyId), "typ": "JWT"]
-        let signingInput = Base64.urlEncode(header.serialized()) + "." + Base64.urlEncode(JSONValue.object(claims).serialized())
-        return signingInput + "." + Base64.urlEncode(try key.privateKey.signES256(Array(signingInput.utf8)))
+        return try CompactJWS.make(header: header, payloadBytes: JSONValue.object(claims).serialized(), sign: key.privateKey.signES256)
     }
 
     /// Promotional offer V2 (Apple's `PromotionalOfferV2SignatureCreator`).

@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 
 /// One app whose signed data is accepted.
 public struct AppIdentity: Sendable, Hashable {

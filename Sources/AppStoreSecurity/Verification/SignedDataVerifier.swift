@@ -1,4 +1,5 @@
 import KakinCore
+import KakinCrypto
 import Synchronization
 
 /// Verifies App Store signed data (JWS) by Apple's rules — those of Apple's App Store Server Library —

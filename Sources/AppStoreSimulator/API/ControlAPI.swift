@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinCrypto
 
 /// `/simulator/v1/…`: what the contract fixes (ca.der, products, purchases, clock, subscription actions,
 /// transaction refund) and documented extensions (subscription view, transaction actions, notification

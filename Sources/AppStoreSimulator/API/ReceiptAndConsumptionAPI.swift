@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinCrypto
 
 /// Control API extensions for legacy receipts and refund requests:
 /// - `GET /simulator/v1/receipt?appAccountToken=…&encoding=appStore|xcode`: the app receipt StoreKit 1 would

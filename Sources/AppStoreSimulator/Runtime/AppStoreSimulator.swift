@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinSystem
 import Synchronization
 
@@ -27,6 +28,8 @@ public final class AppStoreSimulator: Sendable {
     let gate = AsyncGate()
     let sink: (any NotificationSink)?
     let wall: any Clock
+    /// Other simulated stores on this clock (local mode's Play simulator): see `SimulatedTimeFollower`.
+    let followers = Mutex<[any SimulatedTimeFollower]>([])
     /// How Get Retention Message calls are made (API/Apple2026API.swift).
     let retentionTransport = Mutex<any RetentionMessageTransport>(HTTPRetentionMessageTransport())
 
@@ -136,7 +139,8 @@ public final class AppStoreSimulator: Sendable {
         await gate.acquire()
         defer { gate.release() }
         var produced: [String] = []
-        if sink == nil {
+        let followers = self.followers.withLock { $0 }
+        if sink == nil, followers.isEmpty {
             // Nothing to deliver between events: the engine applies them all, in order, in one go.
             return core.withLock { c in
                 let out = c.engine.advance(toMs: max(target, c.engine.nowMs))
@@ -147,9 +151,11 @@ public final class AppStoreSimulator: Sendable {
         var steps = 0
         while true {
             steps += 1
+            let followerNext = followers.compactMap { $0.nextEventMs() }.min()
             let finished = core.withLock { c -> Bool in
                 var next = c.engine.nextEventMs()
                 if sink != nil, let due = c.engine.nextDeliveryDueMs() { next = min(next ?? due, due) }
+                if let followerNext, followerNext > c.engine.nowMs { next = min(next ?? followerNext, followerNext) }
                 if let next, next <= target, steps < 1_000_000 {
                     produced += c.engine.advance(toMs: next)
                     clock.moveForward(toMs: c.engine.nowMs)
@@ -160,9 +166,15 @@ public final class AppStoreSimulator: Sendable {
                 return true
             }
             await deliverDue()
+            for follower in followers { await follower.advance(toMs: clock.nowMs()) }
             if finished { break }
         }
         return produced
+    }
+
+    /// Adds a store that moves with this clock: every clock move also stops at its events and brings it along.
+    public func addFollower(_ follower: any SimulatedTimeFollower) {
+        followers.withLock { $0.append(follower) }
     }
 
     /// Brings the engine up to the clock (with a time rate the clock runs ahead between calls).
@@ -293,6 +305,15 @@ public final class AppStoreSimulator: Sendable {
         engine.requeueInFlight()
         return Core(engine: engine, authority: authority, apiKey: file.apiKey, registeredKeys: file.registeredKeys, tokenVerifier: verifier)
     }
+}
+
+/// Another simulated store sharing this simulator's clock (local mode's Play simulator, wired by the composition
+/// layer): a clock move stops at its next events too, in time order with the App Store's, and advances it to each stop.
+public protocol SimulatedTimeFollower: Sendable {
+    /// The next moment it has something to do by itself, if any.
+    func nextEventMs() -> Int64?
+    /// Applies what is due up to `targetMs`.
+    func advance(toMs targetMs: Int64) async
 }
 
 /// Signs with the simulator's CA. OpenSSL's ECDSA with a loaded key fails only when memory runs out; the

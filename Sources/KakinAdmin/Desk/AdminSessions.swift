@@ -1,6 +1,6 @@
-import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinStorage
 
 /// Signing in to `/admin/`: an `admin`-scope API key (checked by its SHA-256, like the API does) is exchanged

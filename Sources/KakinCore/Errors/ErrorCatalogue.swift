@@ -32,6 +32,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case wrongAppAppleID
     case wrongEnvironment
     case retryableFailure
+    // 2100…2149: Google Play verification (RTDN push tokens)
+    case pushTokenInvalid
+    case pushTokenKeysUnavailable
     // 3xxx: purchases
     case alreadyProcessed
     case unknownProduct
@@ -96,6 +99,11 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case simulatorInvalidEligibilitySignature
     case simulatorNoExternalPurchaseToken
     case simulatorUnknownExternalPurchaseToken
+    // 6100…6149: Google Play simulator
+    case playSimulatorUnknownProduct
+    case playSimulatorUnknownPurchase
+    case playSimulatorInvalidAction
+    case playSimulatorUnknownOrder
     // 7xxx: configuration and command line
     case invalidConfiguration
     // 8xxx: KakinKit, the app side: raised in the app (never an HTTP answer); KakinKit's `ClientError`
@@ -167,6 +175,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .wrongAppAppleID: return "KKN-2006"
         case .wrongEnvironment: return "KKN-2007"
         case .retryableFailure: return "KKN-2008"
+        case .pushTokenInvalid: return "KKN-2100"
+        case .pushTokenKeysUnavailable: return "KKN-2101"
         case .alreadyProcessed: return "KKN-3001"
         case .unknownProduct: return "KKN-3002"
         case .transactionRevoked: return "KKN-3003"
@@ -225,6 +235,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorInvalidEligibilitySignature: return "KKN-6015"
         case .simulatorNoExternalPurchaseToken: return "KKN-6030"
         case .simulatorUnknownExternalPurchaseToken: return "KKN-6031"
+        case .playSimulatorUnknownProduct: return "KKN-6100"
+        case .playSimulatorUnknownPurchase: return "KKN-6101"
+        case .playSimulatorInvalidAction: return "KKN-6102"
+        case .playSimulatorUnknownOrder: return "KKN-6103"
         case .invalidConfiguration: return "KKN-7001"
         case .appNetworkUnavailable: return "KKN-8001"
         case .appInvalidServerResponse: return "KKN-8002"
@@ -290,6 +304,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .wrongAppAppleID: return "wrong_app_apple_id"
         case .wrongEnvironment: return "wrong_environment"
         case .retryableFailure: return "retryable_failure"
+        case .pushTokenInvalid: return "push_token_invalid"
+        case .pushTokenKeysUnavailable: return "push_token_keys_unavailable"
         case .alreadyProcessed: return "already_processed"
         case .unknownProduct: return "unknown_product"
         case .transactionRevoked: return "transaction_revoked"
@@ -343,6 +359,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorMissingOfferParameters: return "missing_offer_parameters"
         case .simulatorNoExternalPurchaseToken: return "token_unavailable"
         case .simulatorUnknownExternalPurchaseToken: return "unknown_token"
+        case .playSimulatorUnknownProduct: return "unknown_product"
+        case .playSimulatorUnknownPurchase: return "unknown_purchase"
+        case .playSimulatorInvalidAction: return "invalid_action"
+        case .playSimulatorUnknownOrder: return "unknown_order"
         case .invalidConfiguration: return "invalid_configuration"
         case .appNetworkUnavailable: return "network_unavailable"
         case .appInvalidServerResponse: return "invalid_server_response"
@@ -420,6 +440,10 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             return 422
         case .externalPurchaseReportingNotConfigured: return 501
         case .simulatorNoExternalPurchaseToken, .simulatorUnknownExternalPurchaseToken: return 404
+        case .pushTokenInvalid: return 401
+        case .pushTokenKeysUnavailable: return 503
+        case .playSimulatorUnknownProduct, .playSimulatorInvalidAction: return 422
+        case .playSimulatorUnknownPurchase, .playSimulatorUnknownOrder: return 404
         // Never sent by the server: the app raises these itself.
         case .appNetworkUnavailable, .appInvalidServerResponse, .appStoreFailed, .appOffersNotSupported,
             .appPurchaseStillProcessing, .appProductUnavailable, .appDeviceStateUnreadable:
@@ -536,6 +560,12 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorInvalidEligibilitySignature: return "The introductory offer eligibility JWS does not verify for this purchase (StoreKit: invalidOfferSignature)."
         case .simulatorNoExternalPurchaseToken: return "The App Store has no active external purchase token of this type for the account (StoreKit: token(for:) returns nil)."
         case .simulatorUnknownExternalPurchaseToken: return "The simulator issued no external purchase token with this externalPurchaseId."
+        case .pushTokenInvalid: return "The push request's bearer token is missing, or not a valid OIDC token from the configured service account for this endpoint."
+        case .pushTokenKeysUnavailable: return "The keys that sign push tokens could not be fetched; the push is retried later."
+        case .playSimulatorUnknownProduct: return "The Play simulator's catalog has no such product, base plan or offer."
+        case .playSimulatorUnknownPurchase: return "The Play simulator has no purchase with this purchase token."
+        case .playSimulatorInvalidAction: return "This action is not possible for the purchase in its current state."
+        case .playSimulatorUnknownOrder: return "The Play simulator has no order with this order ID."
         case .invalidConfiguration: return "The configuration is invalid."
         case .appNetworkUnavailable: return "Kakin could not be reached; a paid purchase stays unfinished and is retried later."
         case .appInvalidServerResponse: return "Kakin's answer could not be read; a paid purchase stays unfinished and is retried later."

@@ -1,5 +1,5 @@
-import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 
 /// What Kakin recorded of one purchase that followed an external purchase token: the input of report building.
 public struct ExternalPurchaseRecord: Sendable, Hashable {

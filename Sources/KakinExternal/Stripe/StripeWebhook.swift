@@ -1,5 +1,5 @@
-import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 
 /// One app's Stripe webhook, from its config (`apps[].stripe`): `{"webhookSecretEnv", "customerIdMetadataKey":
 /// "kakin_customer_id", "productIdMetadataKey": "kakin_product_id", "toleranceSeconds": 300}`.

@@ -1,5 +1,6 @@
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinService
 
 extension Configuration {

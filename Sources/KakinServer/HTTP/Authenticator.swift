@@ -1,6 +1,7 @@
 import AppStoreSecurity
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinService
 
 /// The contract's authentication: API keys (scope `backend` acts for any customer, `admin` also reaches

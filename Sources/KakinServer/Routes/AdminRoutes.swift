@@ -2,6 +2,7 @@ import AppStoreSecurity
 import HTTPServer
 import KakinAdmin
 import KakinCore
+import KakinCrypto
 import KakinService
 
 /// The support desk's `/v1/admin/…` JSON reads (their access is declared in the route table).

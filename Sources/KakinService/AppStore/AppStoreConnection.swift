@@ -1,7 +1,9 @@
 import AppStoreClient
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinStorage
+import StoreAPITransport
 import Synchronization
 
 /// Kakin's use of the App Store Server API: fetching a transaction by id, restoring a customer's history,
@@ -13,7 +15,7 @@ public struct AppStoreConnection: Sendable {
 
     /// - Parameter pacingClock: the real-time clock that spaces calls to Apple at its published rate limits (nil: not paced).
     public init(api: AppStoreServerAPISettings, apps: [AppSettings], clock: any Clock,
-         transport: any AppStoreHTTPTransport = URLSessionTransport(), pacingClock: (any Clock)? = nil) throws(KakinError) {
+         transport: any HTTPTransport = URLSessionTransport(), pacingClock: (any Clock)? = nil) throws(KakinError) {
         let key: P256PrivateKey
         do {
             key = try P256PrivateKey(pemPKCS8: api.privateKeyPEM)

@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreSecurity
 import KakinCore
+import KakinCrypto
 import KakinStorage
 
 /// What Kakin reads from the App Store Server API and ingests like any other signed fact: a transaction by id, a

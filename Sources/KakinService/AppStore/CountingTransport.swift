@@ -1,10 +1,11 @@
 import AppStoreClient
 import Foundation
+import StoreAPITransport
 
 /// Counts every App Store Server API HTTP attempt by endpoint (the path with its IDs replaced by `{id}`) and
 /// result, for `/metrics`; then passes it to the real transport unchanged.
-struct CountingTransport: AppStoreHTTPTransport {
-    let inner: any AppStoreHTTPTransport
+struct CountingTransport: HTTPTransport {
+    let inner: any HTTPTransport
     let metrics: Metrics
 
     /// Path words of Apple's API; any other segment is an ID or token.
@@ -13,7 +14,7 @@ struct CountingTransport: AppStoreHTTPTransport {
         "extend", "mass", "consumption", "appTransactions", "messaging", "simulator",
     ]
 
-    func send(_ request: AppStoreHTTPRequest, responseBytesMax: Int) async throws(AppStoreTransportError) -> AppStoreHTTPResponse {
+    func send(_ request: HTTPClientRequest, responseBytesMax: Int) async throws(HTTPTransportError) -> HTTPClientResponse {
         let endpoint = Self.endpoint(of: request)
         do {
             let response = try await inner.send(request, responseBytesMax: responseBytesMax)
@@ -32,7 +33,7 @@ struct CountingTransport: AppStoreHTTPTransport {
         }
     }
 
-    static func endpoint(of request: AppStoreHTTPRequest) -> String {
+    static func endpoint(of request: HTTPClientRequest) -> String {
         var path = Substring(request.url)
         if let scheme = path.range(of: "://") { path = path[scheme.upperBound...] }
         if let slash = path.firstIndex(of: "/") { path = path[slash...] } else { path = "/" }

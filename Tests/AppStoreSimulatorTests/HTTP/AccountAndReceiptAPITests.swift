@@ -1,7 +1,8 @@
-@testable import AppStoreSimulator
 import AppStoreSecurity
+@testable import AppStoreSimulator
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// The simulator's account-level Server API (V1 consumption, Set App Account Token, App Transaction Info),

@@ -1,8 +1,9 @@
-@testable import AppStoreSimulator
 import AppStoreSecurity
+@testable import AppStoreSimulator
 import Foundation
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinSystem
 import Synchronization
 import Testing

@@ -1,7 +1,8 @@
-@testable import AppStoreSimulator
 import AppStoreSecurity
+@testable import AppStoreSimulator
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// Signed offers, signed the way a backend signs them (`AppStoreSecurity`, the same code Kakin uses).

@@ -1,7 +1,8 @@
-@testable import AppStoreSimulator
 import AppStoreSecurity
+@testable import AppStoreSimulator
 import Foundation
 import KakinCore
+import KakinCrypto
 import Testing
 
 /// The retention-message round trip with every piece Kakin's route will call: the simulator's cancel action

@@ -1,14 +1,14 @@
-/// One HTTP exchange as the client sees it. A protocol because there are two: `URLSessionTransport` for
-/// Apple and the simulator, and scripted fakes in tests (429s, 5xx, timeouts on demand).
-public protocol AppStoreHTTPTransport: Sendable {
+/// One HTTP exchange as a store's API client sees it. A protocol because there are two: `URLSessionTransport`
+/// for the stores and their simulators, and scripted fakes in tests (429s, 5xx, timeouts on demand).
+public protocol HTTPTransport: Sendable {
     /// Sends one request, once: no retries here (the client retries), no redirects to other hosts expected.
     /// - Parameters:
     ///   - request: method, absolute URL, headers, optional body, and the attempt's timeout.
     ///   - responseBytesMax: a larger body is not read into memory; answer `.responseTooLarge`.
-    func send(_ request: AppStoreHTTPRequest, responseBytesMax: Int) async throws(AppStoreTransportError) -> AppStoreHTTPResponse
+    func send(_ request: HTTPClientRequest, responseBytesMax: Int) async throws(HTTPTransportError) -> HTTPClientResponse
 }
 
-public struct AppStoreHTTPRequest: Sendable {
+public struct HTTPClientRequest: Sendable {
     public var method: String
     public var url: String
     /// Header names as sent (`Authorization`, `Accept`, `Content-Type`, `User-Agent`).
@@ -32,7 +32,7 @@ public struct AppStoreHTTPRequest: Sendable {
     }
 }
 
-public struct AppStoreHTTPResponse: Sendable {
+public struct HTTPClientResponse: Sendable {
     public var status: Int
     /// Lower-cased header names.
     public var headers: [String: String]
@@ -47,7 +47,7 @@ public struct AppStoreHTTPResponse: Sendable {
 }
 
 /// Why no HTTP answer arrived. Descriptions never carry headers (the bearer token lives there).
-public enum AppStoreTransportError: Error, Sendable, Equatable {
+public enum HTTPTransportError: Error, Sendable, Equatable {
     /// The attempt's `timeoutMs` passed.
     case timedOut
     /// DNS, connection, TLS, reset: `reason` is short and free of secrets.
@@ -59,13 +59,13 @@ public enum AppStoreTransportError: Error, Sendable, Equatable {
 }
 
 /// Waits between attempts. Injected so retry and `Retry-After` tests run instantly on a manual clock.
-public protocol AppStoreRetrySleeper: Sendable {
+public protocol RetrySleeper: Sendable {
     /// Returns after `ms` milliseconds, or throws `CancellationError` when the task is cancelled.
     func sleep(ms: Int64) async throws(CancellationError)
 }
 
 /// Sleeps on the real clock (`Task.sleep`).
-public struct TaskSleeper: AppStoreRetrySleeper {
+public struct TaskSleeper: RetrySleeper {
     public init() {}
 
     public func sleep(ms: Int64) async throws(CancellationError) {
@@ -75,4 +75,32 @@ public struct TaskSleeper: AppStoreRetrySleeper {
             throw CancellationError()
         }
     }
+}
+
+/// The wait before a retry: equal jitter, a uniform draw from [d/2, d] with d = min(base · 2^retry, max).
+public enum RetryBackoff {
+    public static func equalJitterMs(retry: Int, baseMs: Int64, maxMs: Int64) -> Int64 {
+        let (scaled, overflow) = baseMs.multipliedReportingOverflow(by: Int64(1) << Int64(min(max(0, retry), 32)))
+        let ceiling = overflow ? maxMs : min(scaled, maxMs)
+        guard ceiling > 1 else { return max(0, ceiling) }
+        return ceiling / 2 + Int64.random(in: 0...(ceiling - ceiling / 2))
+    }
+}
+
+/// RFC 3986 unreserved characters pass; everything else (including `+`, `/`, `=` of base64 tokens) is
+/// percent-encoded, so a revision or pagination token reaches the server byte for byte.
+public func percentEncoded(_ text: String) -> String {
+    let hex = Array("0123456789ABCDEF".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(text.utf8.count)
+    for byte in text.utf8 {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            out.append(byte)
+        default:
+            out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+        }
+    }
+    return String(decoding: out, as: UTF8.self)
 }

@@ -7,9 +7,9 @@ import FoundationNetworking
 /// The real transport: one ephemeral URLSession (no cookies, no cache). Bodies arrive through a delegate so
 /// that an answer over the limit is cancelled as it arrives instead of being buffered whole, and each attempt
 /// has a deadline for the whole exchange (`URLRequest.timeoutInterval` only bounds the gaps between packets).
-/// On Linux URLSession trusts the system CA store only, which is what Apple's hosts need; local fakes and
+/// On Linux URLSession trusts the system CA store only, which is what Apple's and Google's hosts need; local fakes and
 /// the simulator are plain HTTP on loopback. Redirects are not followed.
-public final class URLSessionTransport: AppStoreHTTPTransport {
+public final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let exchanges: ExchangeDelegate
 
@@ -27,8 +27,8 @@ public final class URLSessionTransport: AppStoreHTTPTransport {
     deinit { session.invalidateAndCancel() }
 
     public func send(
-        _ request: AppStoreHTTPRequest, responseBytesMax: Int
-    ) async throws(AppStoreTransportError) -> AppStoreHTTPResponse {
+        _ request: HTTPClientRequest, responseBytesMax: Int
+    ) async throws(HTTPTransportError) -> HTTPClientResponse {
         guard let url = URL(string: request.url) else { throw .connectionFailed(reason: "invalid URL") }
         let timeoutMs = min(max(1, request.timeoutMs), Int64(Int32.max))
         var urlRequest = URLRequest(
@@ -61,7 +61,7 @@ public final class URLSessionTransport: AppStoreHTTPTransport {
 /// Per-task state of the session's exchanges, keyed by task identifier. Every exchange ends in
 /// `didCompleteWithError`, which resumes its continuation exactly once.
 final class ExchangeDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    typealias Outcome = Result<AppStoreHTTPResponse, AppStoreTransportError>
+    typealias Outcome = Result<HTTPClientResponse, HTTPTransportError>
 
     private struct Exchange {
         var continuation: CheckedContinuation<Outcome, Never>
@@ -70,7 +70,7 @@ final class ExchangeDelegate: NSObject, URLSessionDataDelegate, Sendable {
         var body: [UInt8] = []
         /// Set by the deadline, cancellation or the size limit before cancelling the task: it wins over
         /// the `URLError.cancelled` that the cancellation produces.
-        var failure: AppStoreTransportError? = nil
+        var failure: HTTPTransportError? = nil
     }
 
     private let exchanges = Mutex<[Int: Exchange]>([:])
@@ -90,7 +90,7 @@ final class ExchangeDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     /// Records why the exchange is being abandoned. Returns false when it already ended or already failed.
-    func fail(_ id: Int, with failure: AppStoreTransportError) -> Bool {
+    func fail(_ id: Int, with failure: HTTPTransportError) -> Bool {
         exchanges.withLock { all in
             guard all[id] != nil, all[id]?.failure == nil else { return false }
             all[id]?.failure = failure
@@ -117,7 +117,7 @@ final class ExchangeDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     /// Redirects are answered as they are (a 3xx error), never followed: following one would send the bearer
-    /// token wherever the `Location` points. Apple's API does not redirect.
+    /// token wherever the `Location` points. Neither Apple's API nor Google's redirects.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
@@ -156,7 +156,7 @@ final class ExchangeDelegate: NSObject, URLSessionDataDelegate, Sendable {
             for (name, value) in http.allHeaderFields {
                 if let name = name as? String, let value = value as? String { headers[name] = value }
             }
-            outcome = .success(AppStoreHTTPResponse(status: http.statusCode, headers: headers, body: exchange.body))
+            outcome = .success(HTTPClientResponse(status: http.statusCode, headers: headers, body: exchange.body))
         } else {
             outcome = .failure(.connectionFailed(reason: "no HTTP response"))
         }
@@ -164,7 +164,7 @@ final class ExchangeDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     /// A short reason without the URL's query or any header.
-    static func transportError(_ error: any Error) -> AppStoreTransportError {
+    static func transportError(_ error: any Error) -> HTTPTransportError {
         guard let urlError = error as? URLError else { return .connectionFailed(reason: "network error") }
         switch urlError.code {
         case .timedOut: return .timedOut

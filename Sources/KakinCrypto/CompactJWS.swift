@@ -7,16 +7,16 @@ import KakinCore
 #endif
 
 /// The three segments of a compact JWS, as byte ranges of the caller's buffer (no copies).
-struct CompactJWSSegments {
-    let header: UnsafeRawBufferPointer
-    let payload: UnsafeRawBufferPointer
-    let signature: UnsafeRawBufferPointer
+public struct CompactJWSSegments {
+    public let header: UnsafeRawBufferPointer
+    public let payload: UnsafeRawBufferPointer
+    public let signature: UnsafeRawBufferPointer
     /// `header.payload`: the bytes the signature covers.
-    let signingInput: UnsafeRawBufferPointer
+    public let signingInput: UnsafeRawBufferPointer
 
     /// Splits on exactly two dots. Segments may be empty here (an `alg: none` token has an empty
     /// signature); their contents are judged later.
-    init?(_ jws: UnsafeRawBufferPointer) {
+    public init?(_ jws: UnsafeRawBufferPointer) {
         guard let firstDot = Self.dot(in: jws, from: 0),
             let secondDot = Self.dot(in: jws, from: firstDot + 1), Self.dot(in: jws, from: secondDot + 1) == nil
         else { return nil }
@@ -35,7 +35,7 @@ struct CompactJWSSegments {
 
 /// Base64url decoding for JWS segments, over raw bytes (the hot path of every verification).
 /// Accepts what `KakinCore.Base64.decode` accepts: either alphabet, padded or not.
-enum SegmentBase64 {
+public enum SegmentBase64 {
     private static let table: [UInt8] = {
         var t = [UInt8](repeating: 0xFF, count: 256)
         for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8.enumerated() { t[Int(c)] = UInt8(i) }
@@ -46,7 +46,7 @@ enum SegmentBase64 {
         return t
     }()
 
-    static func decode(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
+    public static func decode(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
         var end = input.count
         var padding = 0
         while end > 0, input[end - 1] == UInt8(ascii: "="), padding < 2 {

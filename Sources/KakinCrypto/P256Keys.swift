@@ -2,7 +2,7 @@ internal import COpenSSL
 import Synchronization
 
 /// Length of an ES256 signature in JWS form: r and s, 32 big-endian bytes each (RFC 7518 §3.4).
-let es256SignatureByteCount = 64
+public let es256SignatureByteCount = 64
 
 /// Owns an `EVP_PKEY` and frees it in deinit. Immutable after init, and OpenSSL allows concurrent
 /// read-only use of a key (each operation builds its own context), hence `@unchecked Sendable`.
@@ -30,6 +30,51 @@ final class OwnedPKey: @unchecked Sendable {
     func spkiDER() -> [UInt8]? {
         derBytes { i2d_PUBKEY(pointer, $0) }
     }
+
+    /// Parses a DER SubjectPublicKeyInfo.
+    static func publicKey(spkiDER: [UInt8], _ operation: String) throws(CryptoError) -> OpaquePointer {
+        let parsed: OpaquePointer? = spkiDER.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        guard let parsed else { throw CryptoError.openSSL(operation) }
+        return parsed
+    }
+
+    /// Reads an unencrypted private key PEM (PKCS#8 `BEGIN PRIVATE KEY`, or the traditional forms).
+    static func privateKey(pem: String, _ operation: String) throws(CryptoError) -> OpaquePointer {
+        let bytes = Array(pem.utf8)
+        let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        }
+        guard let parsed else { throw CryptoError.openSSL(operation) }
+        return parsed
+    }
+
+    /// Unencrypted PKCS#8 PEM of a private key.
+    func pemPKCS8() throws(CryptoError) -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError.openSSL("export private key") }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PKCS8PrivateKey(bio, pointer, nil, nil, 0, nil, nil) == 1 else {
+            throw CryptoError.openSSL("export private key")
+        }
+        return String(decoding: memoryBIOContents(bio), as: UTF8.self)
+    }
+
+    /// Signs `message` with SHA-256 (`EVP_DigestSign`): DER ECDSA for EC keys, PKCS#1 v1.5 for RSA keys.
+    func signSHA256(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("sign") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { throw CryptoError.openSSL("sign") }
+        let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, input, message.count) == 1 else { throw CryptoError.openSSL("sign") }
+        var out = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &out, &length, input, message.count) == 1 else { throw CryptoError.openSSL("sign") }
+        return Array(out.prefix(length))
+    }
 }
 
 /// A P-256 public key that checks ES256 signatures (JWS) and DER ECDSA signatures (legacy offers).
@@ -38,12 +83,7 @@ public final class P256PublicKey: @unchecked Sendable {
 
     /// - Parameter spkiDER: a DER `SubjectPublicKeyInfo` holding a P-256 key.
     public init(spkiDER: [UInt8]) throws(CryptoError) {
-        let parsed: OpaquePointer? = spkiDER.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &cursor, buffer.count)
-        }
-        guard let parsed else { throw CryptoError.openSSL("public key") }
-        key = try OwnedPKey.requireP256(parsed, "public key")
+        key = try OwnedPKey.requireP256(try OwnedPKey.publicKey(spkiDER: spkiDER, "public key"), "public key")
     }
 
     /// The subject public key of a certificate.
@@ -69,7 +109,8 @@ public final class P256PublicKey: @unchecked Sendable {
         return signature.withUnsafeBytes { isValidDERSignature($0, digest: digest) }
     }
 
-    func isValidES256Signature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
+    /// The same over raw buffers (the JWS hot path: no copies of the segments).
+    public func isValidES256Signature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
         guard signature.count == es256SignatureByteCount else { return false }
         // DER of two integers of at most 33 bytes each: 2 + 2 × (2 + 33) = 72 bytes.
         var der = [UInt8](repeating: 0, count: 80)
@@ -176,14 +217,7 @@ public final class P256PrivateKey: @unchecked Sendable {
     /// Loads an unencrypted PKCS#8 PEM key (`-----BEGIN PRIVATE KEY-----`), as in App Store Connect's
     /// `.p8` files.
     public init(pemPKCS8 pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let parsed else { throw CryptoError.openSSL("load PKCS#8 private key") }
-        key = try OwnedPKey.requireP256(parsed, "load PKCS#8 private key")
+        key = try OwnedPKey.requireP256(try OwnedPKey.privateKey(pem: pem, "load PKCS#8 private key"), "load PKCS#8 private key")
         publicKey = try Self.publicHalf(of: key)
     }
 
@@ -193,14 +227,7 @@ public final class P256PrivateKey: @unchecked Sendable {
     }
 
     /// Unencrypted PKCS#8 PEM, the `.p8` format.
-    public func pemPKCS8() throws(CryptoError) -> String {
-        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError.openSSL("export private key") }
-        defer { BIO_free(bio) }
-        guard PEM_write_bio_PKCS8PrivateKey(bio, key.pointer, nil, nil, 0, nil, nil) == 1 else {
-            throw CryptoError.openSSL("export private key")
-        }
-        return String(decoding: memoryBIOContents(bio), as: UTF8.self)
-    }
+    public func pemPKCS8() throws(CryptoError) -> String { try key.pemPKCS8() }
 
     /// ECDSA P-256 with SHA-256, DER-encoded (legacy promotional-offer signatures).
     public func signDER(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
@@ -229,15 +256,5 @@ public final class P256PrivateKey: @unchecked Sendable {
         return raw
     }
 
-    func signDER(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("sign") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key.pointer) == 1 else { throw CryptoError.openSSL("sign") }
-        let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, input, message.count) == 1 else { throw CryptoError.openSSL("sign") }
-        var out = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &out, &length, input, message.count) == 1 else { throw CryptoError.openSSL("sign") }
-        return Array(out.prefix(length))
-    }
+    func signDER(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] { try key.signSHA256(message) }
 }

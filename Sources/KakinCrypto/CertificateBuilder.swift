@@ -11,23 +11,30 @@ public struct CertificateValidity: Sendable, Hashable {
     }
 }
 
-/// Builds X.509 v3 certificates shaped like Apple's App Store chain, with the extensions OpenSSL's
-/// X509_STRICT mode (used by Apple's library) asks for: SKI on CAs, AKI on issued certificates,
-/// critical basicConstraints and keyUsage.
-struct CertificateBuilder {
-    enum Role {
+/// Builds X.509 v3 P-256 certificates for a three-level chain, with the extensions OpenSSL's X509_STRICT
+/// mode asks for: SKI on CAs, AKI on issued certificates, critical basicConstraints and keyUsage.
+public struct CertificateBuilder {
+    public enum Role: Sendable {
         case root, intermediate, leaf
     }
 
-    var role: Role
-    var commonName: String
-    var validity: CertificateValidity
-    var subjectKey: P256PrivateKey
-    /// Apple marker extension to carry (non-critical, value DER NULL like Apple's), if any.
-    var markerOID: String?
+    public var role: Role
+    public var commonName: String
+    public var validity: CertificateValidity
+    public var subjectKey: P256PrivateKey
+    /// A marker extension to carry (non-critical, value DER NULL, as Apple marks its chain), if any.
+    public var markerOID: String?
+
+    public init(role: Role, commonName: String, validity: CertificateValidity, subjectKey: P256PrivateKey, markerOID: String?) {
+        self.role = role
+        self.commonName = commonName
+        self.validity = validity
+        self.subjectKey = subjectKey
+        self.markerOID = markerOID
+    }
 
     /// Issues the certificate, signed by `issuerKey` under `issuer` (nil: self-signed root).
-    func issue(issuer: X509Certificate?, issuerKey: P256PrivateKey) throws(CryptoError) -> X509Certificate {
+    public func issue(issuer: X509Certificate?, issuerKey: P256PrivateKey) throws(CryptoError) -> X509Certificate {
         guard let x = X509_new() else { throw CryptoError.openSSL("new certificate") }
         var owned = true
         defer { if owned { X509_free(x) } }
