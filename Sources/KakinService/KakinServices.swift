@@ -56,6 +56,8 @@ public final class KakinServices: Sendable {
     /// Delivers the events the use cases append (signed webhooks), and keeps the feed to its retention.
     public let webhooks: WebhookDeliveryWorker
     public let events: CustomerEvents
+    /// What the events routes read (feed, a customer's events, webhook counts and deliveries).
+    public let eventReads: EventReads
     public let ingest: Ingest
     public let statusReads: CustomerStatusReads
     public let notifications: NotificationInbox
@@ -75,6 +77,10 @@ public final class KakinServices: Sendable {
     public let imports: Imports
     /// Real time: retries, leases, the App Store client's pacing (the business clock may be simulated).
     public let retryClock: any Clock
+    /// The support desk's sessions and recent errors.
+    public let supportRecords: SupportRecords
+    /// A customer's timeline (the desk's page and the admin API).
+    public let timeline: CustomerTimeline
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -106,29 +112,31 @@ public final class KakinServices: Sendable {
             log: { level, message, metadata in logger.log(level == .error ? .error : level == .warning ? .warning : .info, message, metadata) })
         webhooks = worker
         events = CustomerEvents(catalog: merged, wake: { worker.wake() })
+        eventReads = EventReads(store: store, webhooks: worker)
+        let apple2026 = Apple2026Ingest(store: store, verifier: verifier, apps: apps, events: events, metrics: metrics)
+        self.apple2026 = apple2026
         ingest = Ingest(store: store, verifier: verifier, catalogs: apps.mapValues(\.catalog), walletPolicy: settings.wallet,
                         transferPolicy: settings.transferPolicy, metrics: metrics,
                         setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
-                        events: events)
-        let apple2026 = Apple2026Ingest(store: store, verifier: verifier, apps: apps, events: events, metrics: metrics)
-        self.apple2026 = apple2026
+                        events: events, apple2026: apple2026)
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
         let reporter = ExternalPurchaseReporter(store: store, access: access, apps: apps, clock: clock, metrics: metrics, logger: logger, events: events)
         externalPurchases = ExternalPurchases(store: store, apps: apps, walletPolicy: settings.wallet, events: events, statusReads: statusReads,
                                               clock: clock, metrics: metrics, logger: logger, reporter: reporter)
         notifications = NotificationInbox(store: store, ingest: ingest, metrics: metrics, logger: logger, apps: apps, retryClock: retryClock,
                                           attemptsMax: settings.notificationAttemptsMax, claims: claims,
-                                          worker: BackgroundLoop(pollIntervalMs: 1000), wakeAppStoreJobs: { jobsWorker.wake() },
+                                          worker: BackgroundLoop(pollIntervalMs: 1000),
                                           apple2026: apple2026,
                                           externalPurchaseToken: { json throws(KakinError) in try await reporter.unreported(notification: json) })
         appStoreSync = AppStoreSync(store: store, access: access, ingest: ingest, inbox: notifications, logger: logger, clock: clock,
-                                    retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner,
-                                    apple2026: apple2026)
+                                    retryClock: retryClock, apps: apps, appReceiptRootsDER: settings.appReceiptRootsDER, leaseOwner: claims.owner)
         extensions = SubscriptionExtensions(store: store, access: access, ingest: ingest, statusReads: statusReads, apps: apps, logger: logger)
         wallets = Wallets(store: store, spendOrder: settings.wallet.spendOrder, metrics: metrics, logger: logger, events: events)
         offers = Offers(store: store, access: access, statusReads: statusReads, apps: settings.apps, catalog: merged, clock: clock, metrics: metrics)
         retentionMessages = RetentionMessages(store: store, verifier: verifier, access: access, apps: apps, catalog: merged,
                                               clock: clock, metrics: metrics, logger: logger)
+        supportRecords = SupportRecords(store: store)
+        timeline = CustomerTimeline(store: store)
         businessMetrics = BusinessMetrics(store: store, settings: .from(apps: settings.apps, exchangeRates: settings.exchangeRates), clock: clock,
                                           logger: logger)
         // Google Play rows are rejected (`google_play_not_configured`) until Play's ingest gives the resolver here.

@@ -203,7 +203,7 @@ struct InProcessBackend: Backend {
         let (outcome, json) = try await call { (s) throws(KakinError) -> (IngestOutcome, JSONValue?) in
             let verified = try s.ingest.verifyTransaction(transaction.jwsRepresentation)
             let result = try await s.ingest.apply(transaction: verified, path: .app, presenter: customerID, purchaseProcessId: processID, withStatus: true)
-            let status: JSONValue? = result.statusSnapshot.map { s.statusReads.evaluate($0).json }
+            let status: JSONValue? = result.status?.json
             return (result.outcome!, status)
         }
         let customer = try json.map { (j) throws(KakinKitError) in try Self.status(j) }

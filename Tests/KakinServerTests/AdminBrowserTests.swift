@@ -102,7 +102,7 @@ struct AdminInABrowser {
             await browser.quit()
 
             #expect(try await k.app.store.wallet("u1").free == 50 + 50)   // the pack's bonus and the grant
-            let events = try await k.app.store.timeline(customerId: "u1", limit: 100, after: nil).items
+            let events = try await k.app.services.timeline.page(customerId: "u1", limit: 100, after: nil).items
             #expect(events.contains { $0.kind == "admin.grant" && $0.detail["by"]?.stringValue?.hasPrefix("Aiko (key ") == true })
             #expect(events.contains { $0.kind == "subscription.extended" && $0.detail["by"]?.stringValue?.hasPrefix("Aiko (key ") == true
                 && $0.detail["days"] == 7 && $0.detail["reasonCode"] == 1 })

@@ -51,7 +51,7 @@ import Testing
             #expect(renewal["appAccountToken"] == .string(token))
             #expect(try await k.subscription("u2")["state"] == "subscribed")
 
-            let events = try await k.app.store.timeline(customerId: "u2", limit: 100, after: nil).items.map(\.kind)
+            let events = try await k.app.services.timeline.page(customerId: "u2", limit: 100, after: nil).items.map(\.kind)
             #expect(events.contains("appAccountToken.scheduled"))
             #expect(events.contains("appAccountToken.sent"))
         }

@@ -34,7 +34,7 @@ import Testing
             #expect(extended.json["customer"]?["subscriptions"]?.arrayValue?.first?["expiresAt"] == .string(Timestamp.rfc3339(expected)))
             await k.app.services.notifications.drain()
             #expect(try await k.sim("GET", "/simulator/v1/subscriptions/\(ot)")["expiresDate"] == .string(Timestamp.rfc3339(expected)))
-            let recorded = try await k.app.store.timeline(customerId: "u1", limit: 100, after: nil).items.filter { $0.kind == "subscription.extended" }
+            let recorded = try await k.app.services.timeline.page(customerId: "u1", limit: 100, after: nil).items.filter { $0.kind == "subscription.extended" }
             #expect(recorded.map { $0.detail["by"] } == ["local"])
             let notes = try await k.sim("GET", "/simulator/v1/notifications?limit=50")["notifications"]?.arrayValue ?? []
             #expect(notes.last?["notificationType"] == "RENEWAL_EXTENDED")

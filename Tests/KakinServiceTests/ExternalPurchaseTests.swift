@@ -60,7 +60,8 @@ import Testing
                                              clock: clock, metrics: Metrics(), logger: Logger(minimum: .error), reporter: reporter)
             let ingest = Ingest(store: store, verifier: unusedVerifier, catalogs: ["com.example": catalog], walletPolicy: wallet,
                                 transferPolicy: .keepFirstOwner, metrics: Metrics(), setsAppAccountTokens: { _ in false }, wakeAppStoreJobs: {},
-                                events: events)
+                                events: events,
+                                apple2026: Apple2026Ingest(store: store, verifier: unusedVerifier, apps: [:], events: events, metrics: Metrics()))
             try await body(World(store: store, clock: clock, external: external, ingest: ingest))
         }
     }

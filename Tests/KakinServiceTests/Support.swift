@@ -21,7 +21,8 @@ let testEvents = CustomerEvents(catalog: testCatalog, wake: {})
 func ingest(_ store: KakinStore, policy: TransferPolicy = .keepFirstOwner, wallet: WalletPolicy = WalletPolicy(),
             setsAppAccountTokens: Bool = false) -> Ingest {
     Ingest(store: store, verifier: unusedVerifier, catalogs: ["com.example": testCatalog], walletPolicy: wallet, transferPolicy: policy,
-           metrics: Metrics(), setsAppAccountTokens: { _ in setsAppAccountTokens }, wakeAppStoreJobs: {}, events: testEvents)
+           metrics: Metrics(), setsAppAccountTokens: { _ in setsAppAccountTokens }, wakeAppStoreJobs: {}, events: testEvents,
+           apple2026: Apple2026Ingest(store: store, verifier: unusedVerifier, apps: [:], events: testEvents, metrics: Metrics()))
 }
 
 func wallets(_ store: KakinStore, order: SpendOrder = .freeFirst) -> Wallets {

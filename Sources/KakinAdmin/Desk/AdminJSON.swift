@@ -15,7 +15,7 @@ extension SupportDesk {
             after = c
         }
         try? await errors.flush()
-        let page = try await store.timeline(customerId: customerId, limit: n, after: after)
+        let page = try await services.timeline.page(customerId: customerId, limit: n, after: after)
         return ["customerId": .string(customerId), "events": .array(page.items.map(\.json)), "nextCursor": .string(page.nextCursor?.token)]
     }
 
@@ -73,10 +73,7 @@ extension SupportDesk {
     /// Replays one notification now (its effects are idempotent) and lets the inbox run.
     public func replay(notificationUUID uuid: String, actor: String) async throws(KakinError) -> StoredNotification {
         guard !uuid.isEmpty, uuid.utf8.count <= 64 else { throw KakinError(.notificationNotFound) }
-        guard try await store.replayNotification(uuid, actor: actor) else { throw KakinError(.notificationNotFound) }
-        await services.notifications.processDue()
-        guard let n = try await store.notification(uuid) else { throw KakinError(.notificationNotFound) }
-        return n
+        return try await services.notifications.replay(uuid, actor: actor)
     }
 
     public func replayJSON(notificationUUID uuid: String, actor: String) async throws(KakinError) -> JSONValue {

@@ -40,13 +40,13 @@ extension SupportDesk {
         let session = AdminSession(tokenSHA256: Tokens.sha256Hex(token), csrfToken: Tokens.random(),
                                    actor: "\(name) (key \(Hex.encode(Array(keyHash.prefix(4)))))", createdAtMs: now,
                                    expiresAtMs: now + settings.sessionLifetimeMs)
-        try await store.createAdminSession(session)
+        try await services.supportRecords.startSession(session)
         return (token, session)
     }
 
     func endSession(_ request: HTTPRequest) async {
         guard let token = Cookies.value(Self.sessionCookie, in: request), !token.isEmpty, token.utf8.count <= 128 else { return }
-        try? await store.deleteAdminSession(tokenSHA256: Tokens.sha256Hex(token))
+        try? await services.supportRecords.endSession(tokenSHA256: Tokens.sha256Hex(token))
     }
 
     /// Whether cookies set in answer to this request must be `Secure`.

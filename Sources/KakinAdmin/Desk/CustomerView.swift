@@ -85,7 +85,7 @@ extension SupportDesk {
         let others = try await store.notifications(customerId: customerId, limit: Limits.subscriptionItemsMax)
             .filter { !subscriptionIds.contains($0.originalTransactionId ?? "") }.map(Self.entry)
         let ledger = try await store.ledger(customerId: customerId, limit: Limits.ledgerPage, cursor: ledgerCursor)
-        let timeline = try await store.timeline(customerId: customerId, limit: Limits.timelinePage, after: timelineAfter)
+        let timeline = try await services.timeline.page(customerId: customerId, limit: Limits.timelinePage, after: timelineAfter)
         return CustomerView(customer: customer, status: status, subscriptions: subscriptions, purchases: purchases, otherNotifications: others,
                             wallet: try await store.wallet(customerId), ledger: ledger, ledgerCursor: ledgerCursor, timeline: timeline,
                             timelineCursor: timelineCursor)

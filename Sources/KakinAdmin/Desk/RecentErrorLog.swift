@@ -1,4 +1,5 @@
 import KakinCore
+import KakinService
 import KakinStorage
 import Synchronization
 
@@ -20,11 +21,11 @@ public final class RecentErrorLog: Sendable {
     }
 
     let state = Mutex(State())
-    let store: KakinStore
+    let records: SupportRecords
     let clock: any Clock
 
-    public init(store: KakinStore, clock: any Clock) {
-        self.store = store
+    public init(records: SupportRecords, clock: any Clock) {
+        self.records = records
         self.clock = clock
     }
 
@@ -66,7 +67,7 @@ public final class RecentErrorLog: Sendable {
         }
         guard !batch.isEmpty || prune else { return }
         do {
-            try await store.recordErrors(batch, keepMax: Self.rowsMax, keepForMs: Self.keepForMs, prune: prune)
+            try await records.recordErrors(batch, keepMax: Self.rowsMax, keepForMs: Self.keepForMs, prune: prune)
         } catch {
             state.withLock { s in
                 let room = max(0, Self.bufferMax - s.buffer.count)

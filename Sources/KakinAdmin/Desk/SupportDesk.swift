@@ -54,7 +54,7 @@ public final class SupportDesk: Sendable {
         self.settings = settings
         self.services = services
         self.logError = logError
-        self.errors = RecentErrorLog(store: store, clock: clock)
+        self.errors = RecentErrorLog(records: services.supportRecords, clock: clock)
         self.localFormToken = Tokens.random()
     }
 

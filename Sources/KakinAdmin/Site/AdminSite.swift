@@ -186,8 +186,7 @@ extension SupportDesk {
     public func restore(_ request: HTTPRequest, customerId: String) async -> HTTPResponse {
         await action(request) { session, _ throws(KakinError) in
             guard CustomerID.isValid(customerId), try await store.customer(customerId) != nil else { throw KakinError(.customerNotFound) }
-            try await services.appStoreSync.restore(customerId: customerId, transactionId: nil)
-            try await store.recordSupportAction(customerId: customerId, kind: "admin.restore", reference: nil, detail: ["by": .string(session.actor)])
+            try await services.appStoreSync.restore(customerId: customerId, transactionId: nil, byDesk: session.actor)
             return Layout.redirect(Self.with(Link.customer(customerId), done: "restored"))
         }
     }
@@ -217,8 +216,7 @@ extension SupportDesk {
 
     public func replayDead(_ request: HTTPRequest) async -> HTTPResponse {
         await action(request) { session, _ throws(KakinError) in
-            let count = try await store.replayDeadNotifications(actor: session.actor, limit: Limits.replayAllMax)
-            await services.notifications.processDue()
+            let count = try await services.notifications.replayDead(actor: session.actor, limit: Limits.replayAllMax)
             return Layout.redirect(Self.with(Link.notifications(.dead), done: "replayedAll", count: count))
         }
     }

@@ -40,6 +40,8 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case unknownProduct
     case transactionRevoked
     case belongsToAnotherCustomer
+    // 3200…3249: the one apply (issue 24)
+    case restoreTooLarge
     case appStoreAPINotConfigured
     case transactionNotFound
     case appStoreAPIUnavailable
@@ -181,6 +183,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownProduct: return "KKN-3002"
         case .transactionRevoked: return "KKN-3003"
         case .belongsToAnotherCustomer: return "KKN-3004"
+        case .restoreTooLarge: return "KKN-3200"
         case .appStoreAPINotConfigured: return "KKN-3005"
         case .transactionNotFound: return "KKN-3006"
         case .appStoreAPIUnavailable: return "KKN-3007"
@@ -310,6 +313,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownProduct: return "unknown_product"
         case .transactionRevoked: return "transaction_revoked"
         case .belongsToAnotherCustomer: return "belongs_to_another_customer"
+        case .restoreTooLarge: return "restore_too_large"
         case .appStoreAPINotConfigured: return "app_store_api_not_configured"
         case .transactionNotFound: return "transaction_not_found"
         case .appStoreAPIUnavailable: return "app_store_api_unavailable"
@@ -405,7 +409,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
             .invalidReceipt, .invalidExtension:
             return 400
         case .unsupportedMediaType: return 415
-        case .bodyTooLarge: return 413
+        case .bodyTooLarge, .restoreTooLarge: return 413
         case .routeNotFound: return 404
         case .methodNotAllowed: return 405
         case .requestTimeout, .serviceUnavailable, .storageUnavailable, .retryableFailure, .appStoreAPIUnavailable, .storageFull,
@@ -506,6 +510,7 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownProduct: return "The product is not in this server's catalog."
         case .transactionRevoked: return "The transaction was refunded or revoked and grants nothing."
         case .belongsToAnotherCustomer: return "The transaction is linked to another customer."
+        case .restoreTooLarge: return "The purchase history is too large to restore in one request; restore one transaction at a time."
         case .appStoreAPINotConfigured: return "The App Store Server API is not configured on this server."
         case .transactionNotFound: return "The App Store does not know this transaction."
         case .appStoreAPIUnavailable: return "The App Store Server API could not be reached; retry later."

@@ -13,20 +13,19 @@ public struct CustomerHistory: Sendable, Hashable {
         self.external = external
     }
 
-    /// The newest signed copy of each `transactionId` and of each instance's renewal info (by `signedDate`;
-    /// equal dates fall back to the canonical JSON text so the pick never depends on arrival order),
-    /// sorted by id.
+    /// The newest signed copy of each `transactionId` and of each instance's renewal info (`NewestCopy`, the rule
+    /// the stored copies follow too), sorted by id.
     public func deduplicated() -> CustomerHistory {
         var newestTransaction: [String: TransactionPayload] = [:]
         for t in transactions {
-            if let kept = newestTransaction[t.transactionId], !StatusOrder.isNewerCopy(t.signedDate, t.raw, than: kept.signedDate, kept.raw) {
+            if let kept = newestTransaction[t.transactionId], !NewestCopy.isNewer(t.signedDate, t.raw, than: kept.signedDate, kept.raw) {
                 continue
             }
             newestTransaction[t.transactionId] = t
         }
         var newestRenewal: [String: RenewalInfoPayload] = [:]
         for r in renewalInfos {
-            if let kept = newestRenewal[r.originalTransactionId], !StatusOrder.isNewerCopy(r.signedDate, r.raw, than: kept.signedDate, kept.raw) {
+            if let kept = newestRenewal[r.originalTransactionId], !NewestCopy.isNewer(r.signedDate, r.raw, than: kept.signedDate, kept.raw) {
                 continue
             }
             newestRenewal[r.originalTransactionId] = r
@@ -57,11 +56,6 @@ enum StatusOrder {
             if a0 != b0 { return a0 < b0 }
         }
         return a < b
-    }
-
-    static func isNewerCopy(_ signed: Int64, _ raw: JSONValue, than keptSigned: Int64, _ keptRaw: JSONValue) -> Bool {
-        if signed != keptSigned { return signed > keptSigned }
-        return raw.jsonString > keptRaw.jsonString
     }
 
     /// Chronological order of an instance's transactions: purchase date, then id (unique after deduplication).

@@ -15,6 +15,13 @@
 /// A pure function of the set of newest copies, like the engine, so storing the selection beside the
 /// transactions never makes the status depend on the order they arrived in.
 public enum StatusInputs {
+    /// The one rule of which transactions a status can read at all: never a consumable (the wallet accounts for them).
+    /// Storage turns it into SQL once (`KakinStore.statusInputTypes`).
+    public static func canBeInput(_ type: AppleProductType) -> Bool { type != .consumable }
+
+    /// The product types `canBeInput` refuses, as stored (`transactions.product_type`).
+    public static let excludedTypes: [AppleProductType] = [.consumable]
+
     /// What makes two transactions interchangeable for the engine, apart from their order in time.
     public struct SelectionKey: Hashable, Sendable {
         var type: String

@@ -9,21 +9,21 @@ extension KakinApp {
     /// `GET /v1/events?after=<cursor>&limit=1..500&types=`: every customer's events in commit order.
     func getEvents(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {
         let q = try EventFeedQuery(after: c.request.query["after"], limit: c.request.query["limit"], types: c.request.query["types"])
-        let page = try await store.eventFeed(after: q.after, limit: q.limit, types: q.types?.admittedNames)
+        let page = try await services.eventReads.feed(after: q.after, limit: q.limit, types: q.types?.admittedNames)
         return .jsonBytes(EventFeed.pageJSON(page))
     }
 
     /// `GET /v1/customers/{id}/events?afterSequence=N`: one customer's events in `sequence` order.
     func getCustomerEvents(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {
         let q = try CustomerEventsQuery(afterSequence: c.request.query["afterSequence"], limit: c.request.query["limit"])
-        let events = try await store.customerEvents(customerId: c.customerId, afterSequence: q.afterSequence, limit: q.limit)
+        let events = try await services.eventReads.customerEvents(c.customerId, afterSequence: q.afterSequence, limit: q.limit)
         return .jsonBytes(EventFeed.customerPageJSON(events, afterSequence: q.afterSequence))
     }
 
     /// `GET /v1/admin/webhooks`: each endpoint with its pending, retrying and dead counts and its oldest waiting event.
     func getWebhooks(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {
         let worker = services.webhooks
-        let counts = try await store.webhookCounts(endpointIds: worker.endpoints.map(\.id))
+        let counts = try await services.eventReads.endpointCounts()
         let inFlight = worker.inFlight
         let endpoints: [JSONValue] = zip(worker.endpoints, counts).map { endpoint, n in
             ["id": .string(endpoint.id), "url": .string(endpoint.url), "types": .array(endpoint.types.admittedNames.sorted().map(JSONValue.string)),
@@ -44,7 +44,7 @@ extension KakinApp {
         }
         let limit = try intParameter(c, "limit") ?? 100
         guard (1...500).contains(limit) else { throw KakinError(.invalidField, "limit must be from 1 to 500.") }
-        let rows = try await store.webhookDeliveries(endpointId: endpoint.id, state: state, limit: limit)
+        let rows = try await services.eventReads.deliveries(endpointId: endpoint.id, state: state, limit: limit)
         return .json(["webhook": .string(endpoint.id), "deliveries": .array(rows.map(\.json))], status: 200)
     }
 

@@ -19,7 +19,7 @@ extension KakinApp {
         }
         let transaction: VerifiedTransaction
         let outcome: IngestOutcome
-        var snapshot: CustomerSnapshot?
+        var status: EvaluatedCustomer?
         if body.has("appReceipt") {
             let receipt = try services.appStoreSync.readReceipt(base64: try appReceiptField(body))
             (outcome, transaction) = try await services.appStoreSync.applyReceipt(receipt, customerId: c.customerId, purchaseProcessId: processId)
@@ -32,20 +32,19 @@ extension KakinApp {
                 transaction = try await services.appStoreSync.fetchTransaction(id)
             }
             let result = try await services.ingest.apply(transaction: transaction, path: .app, presenter: c.customerId,
-                                                         purchaseProcessId: processId, withStatus: true,
-                                                         alsoInWrite: services.apple2026.appSent(transaction.payload))
+                                                         purchaseProcessId: processId, withStatus: true)
             outcome = result.outcome!
-            snapshot = result.statusSnapshot
+            status = result.status
         }
-        return try await purchaseResponse(outcome, transaction: transaction.payload, customerId: c.customerId, status: snapshot,
+        return try await purchaseResponse(outcome, transaction: transaction.payload, customerId: c.customerId, status: status,
                                           requestId: c.request.requestId)
     }
 
-    /// The 201/409 answer; `status` is the customer's rows when the ingest read them in its write.
-    func purchaseResponse(_ outcome: IngestOutcome, transaction: TransactionPayload, customerId: String, status snapshot: CustomerSnapshot?,
+    /// The 201/409 answer; `status` is the customer's status when the ingest evaluated it in its write.
+    func purchaseResponse(_ outcome: IngestOutcome, transaction: TransactionPayload, customerId: String, status evaluated: EvaluatedCustomer?,
                           requestId: String) async throws(KakinError) -> HTTPResponse {
         func customerStatus() async throws(KakinError) -> JSONValue {
-            if let snapshot { return services.statusReads.evaluate(snapshot).json }
+            if let evaluated { return evaluated.json }
             return try await services.statusReads.status(customerId).json
         }
         switch outcome {

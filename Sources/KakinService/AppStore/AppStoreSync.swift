@@ -18,8 +18,6 @@ public struct AppStoreSync: Sendable {
     let apps: [String: AppSettings]
     let appReceiptRootsDER: [[UInt8]]?
     let leaseOwner: String
-    /// What Apple's 2026 additions add to a restore's writes (`Apple2026Ingest`).
-    let apple2026: Apple2026Ingest
 
     // MARK: Transactions by id
 
@@ -50,9 +48,21 @@ public struct AppStoreSync: Sendable {
     // MARK: Restore
 
     /// Pulls the history from the App Store Server API (for the given transaction id, or for every original
-    /// transaction linked to the customer) and ingests it (`IngestPath.restore`): idempotent, so restoring twice
-    /// changes nothing the second time.
-    public func restore(customerId: String, transactionId: String?) async throws(KakinError) {
+    /// transaction linked to the customer) and ingests it (`IngestPath.restore`) as ONE decision: everything read is
+    /// verified first, then applied in one write (`Ingest.applyAll`), so a chain of it that belongs to another customer
+    /// (under `keepFirstOwner`) refuses the whole restore with nothing applied, even when that customer claims it at the
+    /// same moment — the presenter cannot claim the account's other, still unclaimed chains (a family member's shared
+    /// subscription) on the way (`kakin simulate` found it: seed 280394968700754). Idempotent: restoring twice changes
+    /// nothing the second time. At most `Ingest.factsPerWriteMax` signed copies (`restore_too_large` beyond).
+    /// - Parameter actor: the desk's restore names who did it: recorded in the customer's timeline once it applied.
+    public func restore(customerId: String, transactionId: String?, byDesk actor: String? = nil) async throws(KakinError) {
+        try await restoreHistory(customerId: customerId, transactionId: transactionId)
+        if let actor {
+            try await store.recordSupportAction(customerId: customerId, kind: "admin.restore", reference: nil, detail: ["by": .string(actor)])
+        }
+    }
+
+    private func restoreHistory(customerId: String, transactionId: String?) async throws(KakinError) {
         let connection = try access.connection()
         let ids: [String]
         if let transactionId {
@@ -60,49 +70,32 @@ public struct AppStoreSync: Sendable {
         } else {
             ids = try await store.linkedOriginalTransactions(customerId, limit: AppStoreLimits.restoreOriginalsMax)
         }
+        var items: [IngestItem] = []
         for id in ids {
-            let history = try await verifiedHistory(connection, id, path: .restore)
-            // A refused restore changes nothing: when a chain of this history belongs to another customer (and the
-            // policy keeps first owners), it is refused before anything is applied, so the presenter cannot claim the
-            // account's other, still unclaimed chains (a family member's shared subscription) on the way
-            // (`kakin simulate` found it: seed 280394968700754).
-            try await refuseAnotherCustomersHistory(history.all, presenter: customerId)
-            _ = try await apply(history, path: .restore, customerId: customerId, recordsEvents: true)
+            items += try await verifiedHistory(connection, id, path: .restore, itemsBefore: items.count, what: "the history of \(ids.count) purchases")
         }
+        guard !items.isEmpty else { return }
+        _ = try await ingest.applyAll(items, path: .restore, presenter: customerId)
     }
 
-    /// A customer's history as the App Store Server API answers it for one of their transactions, every payload verified:
-    /// each subscription's latest transaction with its renewal info, then every transaction (all pages).
-    struct VerifiedHistory: Sendable {
-        var subscriptions: [(VerifiedTransaction, VerifiedRenewalInfo?)]
-        var transactions: [VerifiedTransaction]
-        var all: [VerifiedTransaction] { subscriptions.map(\.0) + transactions }
-    }
-
-    func verifiedHistory(_ connection: AppStoreConnection, _ id: String, path: IngestPath) async throws(KakinError) -> VerifiedHistory {
+    /// A customer's history as the App Store Server API answers it for one of their transactions (Get Transaction
+    /// History, all pages, and Get All Subscription Statuses), every payload verified: each subscription's latest
+    /// transaction with its renewal info, then the history. Several signed copies of one transaction can come back
+    /// (history is sorted by last change): every copy is ingested; the newest is kept. With the `itemsBefore` already
+    /// gathered, at most `Ingest.factsPerWriteMax` (`restore_too_large` beyond, `what` saying whose).
+    func verifiedHistory(_ connection: AppStoreConnection, _ id: String, path: IngestPath, itemsBefore: Int = 0,
+                         what: String) async throws(KakinError) -> [IngestItem] {
         let (transactions, statuses) = try await connection.history(for: id)
-        var history = VerifiedHistory(subscriptions: [], transactions: [])
+        guard itemsBefore + statuses.count + transactions.count <= Ingest.factsPerWriteMax else {
+            throw KakinError(.restoreTooLarge, detail: "\(what) exceeds \(Ingest.factsPerWriteMax) signed copies")
+        }
+        var items: [IngestItem] = []
         for item in statuses {
-            history.subscriptions.append((try ingest.verifyTransaction(item.signedTransactionInfo),
-                                          try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: path)))
+            items.append(IngestItem(transaction: try ingest.verifyTransaction(item.signedTransactionInfo),
+                                    renewalInfo: try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: path)))
         }
-        for jws in transactions { history.transactions.append(try ingest.verifyTransaction(jws)) }
-        return history
-    }
-
-    /// Applies a verified history for `customerId`. Several signed copies of one transaction can come back (history is
-    /// sorted by last change): every copy is ingested; storage keeps the newest.
-    func apply(_ history: VerifiedHistory, path: IngestPath, customerId: String, recordsEvents: Bool) async throws(KakinError) -> [IngestResult] {
-        var results: [IngestResult] = []
-        for (transaction, renewalInfo) in history.subscriptions {
-            results.append(try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: path, presenter: customerId,
-                                                  recordsEvents: recordsEvents, alsoInWrite: apple2026.inWrite(transaction.payload, path: path)))
-        }
-        for transaction in history.transactions {
-            results.append(try await ingest.apply(transaction: transaction, path: path, presenter: customerId, recordsEvents: recordsEvents,
-                                                  alsoInWrite: apple2026.inWrite(transaction.payload, path: path)))
-        }
-        return results
+        for jws in transactions { items.append(IngestItem(transaction: try ingest.verifyTransaction(jws))) }
+        return items
     }
 
     // MARK: Import
@@ -115,51 +108,33 @@ public struct AppStoreSync: Sendable {
         public var transactionIds: Set<String>
     }
 
-    /// An import row (`IngestPath.import`): reads the customer's whole history for `transactionId` (Get Transaction History,
-    /// all pages, and Get All Subscription Statuses), verifies every signed payload, refuses the row when a product is not
-    /// in the catalog or a chain is another customer's, then applies it all with `customerId` as the owner. A dry run
-    /// checks the same and writes nothing.
-    /// - Throws: the row's reject (verification, `unknown_product`, `belongs_to_another_customer`, `transaction_not_found`),
-    ///   or a failure worth retrying later (503s: the App Store or the database unavailable, with `retryAfterMs` when known).
-    public func importHistory(customerId: String, transactionId: String, dryRun: Bool, recordsEvents: Bool) async throws(KakinError) -> ImportedHistory {
+    /// An import row (`IngestPath.import`): reads the customer's whole history for `transactionId`, verifies every signed
+    /// payload, then applies it with `customerId` as the owner in ONE write, as a restore does (`Ingest.applyAll`): a
+    /// product not in the catalog or a chain that is another customer's refuses the row with nothing applied. Whether
+    /// events are told is the `import` path's registered option (`IngestEvents.whenAsked`): `eventsAsked` is the job's
+    /// `--events`. A dry run decides the same on a snapshot and writes nothing (`Ingest.wouldChange`).
+    /// - Throws: the row's reject (verification, `unknown_product`, `belongs_to_another_customer`, `transaction_not_found`,
+    ///   `restore_too_large`), or a failure worth retrying later (503s: the App Store or the database unavailable, with
+    ///   `retryAfterMs` when known).
+    public func importHistory(customerId: String, transactionId: String, dryRun: Bool, eventsAsked: Bool) async throws(KakinError) -> ImportedHistory {
         let connection = try access.connection()
-        let history: VerifiedHistory
+        let items: [IngestItem]
         do {
-            history = try await verifiedHistory(connection, transactionId, path: .import)
+            items = try await verifiedHistory(connection, transactionId, path: .import, what: "the history of transaction \(transactionId)")
         } catch where error.kind == .transactionNotFound {
             throw KakinError(.transactionNotFound, "No configured app's App Store knows transaction \(transactionId) (another app's, or a typo).")
         }
-        let all = history.all
-        if let unknown = all.first(where: { ingest.catalogs[$0.payload.bundleId]?[$0.payload.productId] == nil })?.payload {
-            throw KakinError(.unknownProduct, "Product \(unknown.productId) (transaction \(unknown.transactionId)) is not in this server's catalog.")
+        let payloads = items.compactMap(\.transaction?.payload)
+        let ids = Set(payloads.flatMap { [$0.transactionId, $0.originalTransactionId] })
+        guard !items.isEmpty else { return ImportedHistory(changed: false, transactionIds: ids) }
+        let changed: Bool
+        if dryRun {
+            changed = try await ingest.wouldChange(items, path: .import, presenter: customerId)
+        } else {
+            let results = try await ingest.applyAll(items, path: .import, presenter: customerId, context: IngestContext(eventsAsked: eventsAsked))
+            changed = results.contains { !$0.changes.isEmpty }
         }
-        try await refuseAnotherCustomersHistory(all, presenter: customerId)
-        let ids = Set(all.flatMap { [$0.payload.transactionId, $0.payload.originalTransactionId] })
-        guard !dryRun else {
-            let transactionIds = Set(all.filter { $0.payload.revocationDate == nil }.map(\.payload.transactionId))
-            let known = try await store.snapshot { r in try transactionIds.filter { try r.appliedPurchase($0) != nil }.count }
-            return ImportedHistory(changed: known < transactionIds.count, transactionIds: ids)
-        }
-        let results = try await apply(history, path: .import, customerId: customerId, recordsEvents: recordsEvents)
-        return ImportedHistory(changed: results.contains { !$0.changes.isEmpty }, transactionIds: ids)
-    }
-
-    /// Throws `belongs_to_another_customer` when, under `keepFirstOwner`, a chain of `transactions` is the chain of a
-    /// customer other than `presenter` (by its link, else its token), as the ingest would for that chain.
-    func refuseAnotherCustomersHistory(_ transactions: [VerifiedTransaction], presenter: String) async throws(KakinError) {
-        guard ingest.transferPolicy == .keepFirstOwner, !transactions.isEmpty else { return }
-        let payloads = transactions.map(\.payload)
-        let other = try await store.transaction { r -> String? in
-            for tx in payloads {
-                let owner = Ownership.currentOwner(linkOwner: try r.linkOwner(originalTransactionId: tx.originalTransactionId),
-                                                   tokenOwner: try tx.appAccountToken.flatMap(r.customerOwning(appAccountToken:)))
-                if let owner, owner != presenter { return tx.originalTransactionId }
-            }
-            return nil
-        }
-        if let other {
-            throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(other) is linked to another customer")
-        }
+        return ImportedHistory(changed: changed, transactionIds: ids)
     }
 
     // MARK: Legacy app receipts

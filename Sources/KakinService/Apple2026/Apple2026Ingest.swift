@@ -3,14 +3,13 @@ import KakinCore
 import KakinEvents
 import KakinStorage
 
-/// What Apple's 2026 additions add to the ingest, beside its core sequence (`Ingest.swift` stays as it is): each
-/// caller of `Ingest.apply` hands `inWrite(…)` as (part of) its `alsoInWrite`, so these records are written in the
-/// same database transaction as the purchase they follow:
-/// - the server-finish job: a consumable credited from a notification or a restore is scheduled to be finished at
-///   the App Store `serverFinish.afterSeconds` later (business time); the app's own send (`IngestPath.app`, 409)
-///   ends it as `appSent`;
-/// - app transactions: the customer of a signed transaction carrying `appTransactionId` owns that app
-///   transaction (how a RESCIND_CONSENT finds its customer); a rescission that waited for it is placed now.
+/// What Apple's 2026 additions add to the ingest, beside its core sequence: extras registered per path in the path
+/// table (`IngestRegistry`), which `Ingest` carries out in the same database transaction as the purchase they follow:
+/// - the server-finish job (`IngestExtra.serverFinish`): a consumable credited from a notification or a restore is
+///   scheduled to be finished at the App Store `serverFinish.afterSeconds` later (business time); the app's own send
+///   (`.serverFinishAppSent`, 409) ends it as `appSent`;
+/// - app transactions (`.appTransactionLink`): the customer of a signed transaction carrying `appTransactionId` owns
+///   that app transaction (how a RESCIND_CONSENT finds its customer); a rescission that waited for it is placed now.
 /// And RESCIND_CONSENT itself, applied by the notification inbox (`applyRescindConsent`).
 public struct Apple2026Ingest: Sendable {
     let store: KakinStore
@@ -19,40 +18,21 @@ public struct Apple2026Ingest: Sendable {
     let events: CustomerEvents
     let metrics: Metrics
 
-    /// The records to add to an ingest's write of `transaction` on `path` (nil when there is nothing to add). The body
-    /// only reads and writes through `r` (it may run again on PostgreSQL); a `consent.rescinded` event it appends is
-    /// delivered at the webhook worker's next poll (every second), as nothing may be woken from inside a write.
-    public func inWrite(_ transaction: TransactionPayload?, path: IngestPath) -> (@Sendable (Records, IngestResult) throws -> Void)? {
-        guard let tx = transaction else { return nil }
-        let settings = apps[tx.bundleId]?.apple2026 ?? Apple2026AppSettings()
-        let events = events
-        return { r, result in
-            guard !result.retryLater else { return }
-            switch (path, result.outcome) {
-            case (.notification, .applied(let applied)?), (.restore, .applied(let applied)?):
-                if tx.type == .consumable, let policy = settings.serverFinish {
-                    try r.scheduleServerFinish(transactionId: tx.transactionId, customerId: applied.customerId, bundleId: tx.bundleId,
-                                               environment: tx.environment.rawValue, productId: tx.productId,
-                                               dueMs: r.nowMs + policy.afterSeconds * 1000)
-                }
-            case (.app, .alreadyProcessed?), (.receipt, .alreadyProcessed?):
-                if tx.type == .consumable { try r.serverFinishAppSent(transactionId: tx.transactionId) }
-            default:
-                break
-            }
-            // The app path stays as lean as it is: app transactions are learnt from notifications and restores (every
-            // App Store purchase is also notified).
-            if path != .app, let appTransactionId = tx.appTransactionId, let owner = result.owner {
-                for placed in try r.linkAppTransaction(appTransactionId, customerId: owner) {
-                    try events.record(r, customerId: owner, facts: [Self.draft(placed)], environment: placed.environment, bundleId: placed.bundleId)
-                }
-            }
-        }
+    /// `IngestExtra.serverFinish`: a credited consumable is finished at the App Store later, when the app asks for it.
+    func scheduleServerFinish(_ r: Records, _ tx: TransactionPayload, customerId: String) throws {
+        guard tx.type == .consumable, let policy = apps[tx.bundleId]?.apple2026.serverFinish else { return }
+        try r.scheduleServerFinish(transactionId: tx.transactionId, customerId: customerId, bundleId: tx.bundleId,
+                                   environment: tx.environment.rawValue, productId: tx.productId, dueMs: r.nowMs + policy.afterSeconds * 1000)
     }
 
-    /// `alsoInWrite` for the app's own POST: ends a pending server finish of the transaction (the app finishes it).
-    public func appSent(_ transaction: TransactionPayload) -> (@Sendable (Records, IngestResult) throws -> Void)? {
-        transaction.type == .consumable ? inWrite(transaction, path: .app) : nil
+    /// `IngestExtra.appTransactionLink`: the owner of a transaction naming `appTransactionId` owns that app transaction.
+    /// A `consent.rescinded` event it appends (when the write tells its events: `tellsEvents`) is delivered at the webhook
+    /// worker's next poll (every second), as nothing may be woken from inside a write.
+    func linkAppTransaction(_ r: Records, _ tx: TransactionPayload, owner: String?, tellsEvents: Bool) throws {
+        guard let appTransactionId = tx.appTransactionId, let owner else { return }
+        for placed in try r.linkAppTransaction(appTransactionId, customerId: owner) where tellsEvents {
+            try events.record(r, customerId: owner, facts: [Self.draft(placed)], environment: placed.environment, bundleId: placed.bundleId)
+        }
     }
 
     static func draft(_ r: ConsentRescission) -> EventDraft {

@@ -49,7 +49,10 @@ public struct RetentionMessages: Sendable {
         guard app.environments.contains(request.environment) else { throw KakinError(.wrongEnvironment, httpStatus: 400) }
         let otid = request.originalTransactionId
         let snapshot = try await store.snapshot { r -> CustomerSnapshot? in
-            guard let owner = try r.linkOwner(originalTransactionId: otid), let customer = try r.customer(owner) else { return nil }
+            // The one ownership rule: the chain's link, else the owner of the account token its stored copies carry.
+            let owner = Ownership.currentOwner(linkOwner: try r.linkOwner(originalTransactionId: otid),
+                                               tokenOwner: try r.chainAccountToken(originalTransactionId: otid).flatMap(r.customerOwning(appAccountToken:)))
+            guard let owner, let customer = try r.customer(owner) else { return nil }
             return try r.wholeHistory(customer)
         }
         let history = snapshot?.history ?? CustomerHistory()

@@ -19,10 +19,11 @@ public struct CustomerEvents: Sendable {
         try recordKeepingSnapshot(r, customerId: customerId, facts: facts, environment: environment, bundleId: bundleId).appended
     }
 
-    /// `record`, also answering the customer's status inputs as the write leaves them (`version` included), which a
-    /// caller answering with the status uses instead of reading them again; nil for a customer that doesn't exist.
+    /// `record`, also answering the customer's status as the write leaves it (`version` included) and as the events
+    /// evaluated it, which a caller answering with the status uses instead of reading and evaluating it again; nil for a
+    /// customer that doesn't exist.
     func recordKeepingSnapshot(_ r: Records, customerId: String, facts: [EventDraft], environment: String?,
-                               bundleId: String?) throws -> (appended: Int, snapshot: CustomerSnapshot?) {
+                               bundleId: String?) throws -> (appended: Int, evaluated: EvaluatedCustomer?) {
         guard var snapshot = try r.statusInputs(customerId) else {
             precondition(facts.isEmpty, "events are told about a customer that exists")
             return (0, nil)
@@ -32,7 +33,7 @@ public struct CustomerEvents: Sendable {
         let told = snapshot.statusView.flatMap { try? JSONParser.parse($0) }.flatMap(StatusView.init(json:)) ?? StatusView()
         let now = StatusView(status)
         var drafts = facts + StatusEvents.drafts(previous: told, current: status)
-        guard !drafts.isEmpty else { return (0, snapshot) }
+        guard !drafts.isEmpty else { return (0, EvaluatedCustomer(snapshot, status)) }
         for i in drafts.indices where drafts[i].bundleId == nil && drafts[i].environment == nil {
             drafts[i].bundleId = bundleId
             drafts[i].environment = environment
@@ -47,7 +48,7 @@ public struct CustomerEvents: Sendable {
             try r.setStatusView(customerId, view)
             snapshot.statusView = view
         }
-        return (drafts.count, snapshot)
+        return (drafts.count, EvaluatedCustomer(snapshot, status))
     }
 }
 
@@ -65,7 +66,7 @@ extension CustomerEvents {
     /// refund took coins from), the facts it knows and the status's transitions. A write that changed nothing (a
     /// duplicate) tells nothing.
     func record(_ r: Records, _ changes: [IngestChange], transaction: TransactionPayload?, renewalInfo: RenewalInfoPayload?,
-                owner: String?) throws -> (appended: Int, ownerSnapshot: CustomerSnapshot?) {
+                owner: String?) throws -> (appended: Int, owner: EvaluatedCustomer?) {
         guard !changes.isEmpty else { return (0, nil) }
         var facts: [String: [EventDraft]] = [:]
         var customers: [String] = owner.map { [$0] } ?? []
@@ -97,13 +98,13 @@ extension CustomerEvents {
         }
         let environment = transaction?.environment.rawValue ?? renewalInfo?.environment.rawValue
         var appended = 0
-        var ownerSnapshot: CustomerSnapshot?
+        var evaluated: EvaluatedCustomer?
         for c in customers {
             let recorded = try recordKeepingSnapshot(r, customerId: c, facts: facts[c] ?? [], environment: environment,
                                                      bundleId: transaction?.bundleId)
             appended += recorded.appended
-            if c == owner { ownerSnapshot = recorded.snapshot }
+            if c == owner { evaluated = recorded.evaluated }
         }
-        return (appended, ownerSnapshot)
+        return (appended, evaluated)
     }
 }

@@ -39,8 +39,9 @@ struct ExternalWrite: Sendable {
         guard let customerId = row.customerId else { preconditionFailure("a purchase is applied to its customer") }
         precondition(!row.applied, "a purchase is applied once")
         if try r.ensureCustomer(customerId).created { facts.add(customerId, EventDraft(type: .customerCreated)) }
-        let grant = PurchaseGrant.of(product, quantity: 1, originalTransactionId: row.subscriptionId ?? row.externalId,
-                                     purchaseDateMs: row.purchasedAtMs, expiresAtMs: row.expiresAtMs)
+        let fact = Self.fact(row, product: product)
+        let grant = PurchaseGrant.of(product, quantity: fact.quantity, originalTransactionId: fact.chainId,
+                                     purchaseDateMs: fact.purchasedAtMs, expiresAtMs: fact.expiresAtMs)
         row.applied = true
         row.grant = grant.json
         row.productKind = product.kind.rawValue
@@ -48,10 +49,9 @@ struct ExternalWrite: Sendable {
         try r.updateExternalPurchase(row)
         switch grant {
         case .coins(let paid, let free):
-            try r.moveCoins(LedgerMovement(
-                entryId: r.newEntryId(), customerId: customerId, atMs: r.nowMs, kind: .purchase, paid: paid, free: free,
-                reference: row.externalId, effectKey: Self.purchaseEffectKey(row), priceMilli: Self.milli(row.price, row.currency),
-                currency: row.currency, detail: ["productId": .string(row.productId), "provider": .string(row.provider)], source: row.provider))
+            try IngestLedger.credit(r, fact, grant: grant, customerId: customerId, reference: row.externalId,
+                                    effectKey: Self.purchaseEffectKey(row),
+                                    detail: ["productId": .string(row.productId), "provider": .string(row.provider)])
             facts.add(customerId, .coins(.coinsCredited, paid: paid, free: free, reference: row.externalId,
                                          ["reason": "purchase", "productId": .string(row.productId), "source": .string(row.provider)]))
         case .entitlement:
@@ -65,6 +65,17 @@ struct ExternalWrite: Sendable {
     }
 
     static func purchaseEffectKey(_ row: ExternalPurchaseRow) -> String { "ext:purchase:\(row.provider):\(row.externalId)" }
+
+    /// The external sources' adapter: a stored purchase → the store-neutral fact (a period of its subscription's chain,
+    /// or a chain of its own). Refunds stay in the row (`refunds`, the refunded total): `refund` reconciles them.
+    static func fact(_ row: ExternalPurchaseRow, product: Product) -> PurchaseFact {
+        PurchaseFact(store: .external(provider: row.provider), appId: row.bundleId, chainId: row.subscriptionId ?? row.externalId,
+                     periodId: row.externalId, productId: product.productId, storeKind: nil, quantity: 1,
+                     owner: PurchaseFact.OwnerHints(customerId: row.customerId), purchasedAtMs: row.purchasedAtMs, expiresAtMs: row.expiresAtMs,
+                     priceMilli: milli(row.price, row.currency), currency: row.currency, offer: nil,
+                     revocation: fullRefundMs(row).map { PurchaseFact.Revocation(atMs: $0, refund: .full) }, signedAtMs: row.purchasedAtMs,
+                     raw: .null)
+    }
 
     /// Minor units → Apple's milli-units (the ledger's `price_milli`), nil beyond limits or for an unknown currency.
     static func milli(_ minor: Int64, _ currency: String) -> Int64? {
@@ -195,18 +206,13 @@ struct ExternalWrite: Sendable {
         var clawed: (paid: Int64, free: Int64, shortfall: Int64) = (0, 0, 0)
         if let coins = row.grant["coins"] {
             let creditedPaid = coins["paid"]?.int64Value ?? 0, creditedFree = coins["free"]?.int64Value ?? 0
-            let free = plan.isFull ? creditedFree : 0
-            let paid = min(plan.coinsToClawBack, creditedPaid)
-            clawed = WalletRules.refundDebit(paid: paid, free: free, of: try r.wallet(customerId), policy: walletPolicy)
+            clawed = try IngestLedger.clawBack(
+                r, customerId: customerId, paid: min(plan.coinsToClawBack, creditedPaid), free: plan.isFull ? creditedFree : 0,
+                policy: walletPolicy, reference: row.externalId, effectKey: "ext:refund:\(row.provider):\(row.externalId):\(plan.refundedTotal)",
+                priceMilli: Self.milli(plan.amount, row.currency).map { -$0 }, currency: row.currency,
+                detail: ["provider": .string(row.provider), "amount": .int(plan.amount), "refundedTotal": .int(plan.refundedTotal)],
+                source: row.provider)
             if clawed.paid > 0 || clawed.free > 0 || clawed.shortfall > 0 {
-                var detail: [String: JSONValue] = ["provider": .string(row.provider), "amount": .int(plan.amount), "refundedTotal": .int(plan.refundedTotal)]
-                if clawed.shortfall > 0 { detail["shortfall"] = .int(clawed.shortfall) }
-                let after = try r.moveCoins(LedgerMovement(
-                    entryId: r.newEntryId(), customerId: customerId, atMs: r.nowMs, kind: .refund, paid: -clawed.paid, free: -clawed.free,
-                    reference: row.externalId, effectKey: "ext:refund:\(row.provider):\(row.externalId):\(plan.refundedTotal)",
-                    priceMilli: Self.milli(plan.amount, row.currency).map { -$0 }, currency: row.currency, detail: .object(detail), source: row.provider))
-                precondition(walletPolicy.allowNegativeBalance || (after.paid >= 0 && after.free >= 0),
-                             "a refund under the floor-at-zero policy never takes a balance below zero")
                 facts.add(customerId, .coins(.coinsClawedBack, paid: -clawed.paid, free: -clawed.free, reference: row.externalId,
                                              ["shortfall": .int(clawed.shortfall), "source": .string(row.provider)]))
             }

@@ -4,7 +4,7 @@ import KakinStorage
 
 /// Resolves and applies a Google Play import row; answers whether anything changed (in a dry run: would). The seam Google
 /// Play's ingest plugs into; until it does, every Play row is a `google_play_not_configured` reject.
-public typealias GooglePlayImportResolver = @Sendable (_ row: GooglePlayImport, _ dryRun: Bool, _ recordsEvents: Bool) async throws(KakinError) -> Bool
+public typealias GooglePlayImportResolver = @Sendable (_ row: GooglePlayImport, _ dryRun: Bool, _ eventsAsked: Bool) async throws(KakinError) -> Bool
 
 /// An import's progress, as `GET /v1/admin/imports/{id}` answers it.
 public struct ImportStatus: Sendable, Hashable {
@@ -28,11 +28,12 @@ public struct ImportStatus: Sendable, Hashable {
 
 /// Moving in (`kakin import`, `POST /v1/admin/imports`): a file of an existing app's customers, purchases or coin
 /// balances, applied row by row in the background through the same use cases as everything else — an App Store row
-/// through `AppStoreSync.importHistory` (the ingest's `import` path), a balance through `Wallets.importBalances` — so
-/// it shares the writer, the App Store client's rate limits and the apply path. The job and its rows are stored: any
-/// process runs it under a lease, a restart resumes at the first row not committed, and a row applied twice changes
-/// nothing the second time. Events are told only when the import asked for them; without them, the business numbers
-/// of the customers it changed are recomputed after each batch (the rollup worker follows events).
+/// through `AppStoreSync.importHistory` (the one apply's `import` path, one write per row), a balance through
+/// `Wallets.importBalances` — so it shares the writer, the App Store client's rate limits and the apply path. The job
+/// and its rows are stored: any process runs it under a lease, a restart resumes at the first row not committed, and a
+/// row applied twice changes nothing the second time. Events are told only when the import asked for them (the
+/// `import` path's row in the path table says so); without them, the business numbers of the customers it changed are
+/// recomputed after each batch (the rollup worker follows events).
 public final class Imports: Sendable {
     let jobs: ImportJobStore
     let ids: any IDGenerator
@@ -289,7 +290,7 @@ public final class Imports: Sendable {
                                 return .done(ImportRowOutcome(rowNumber: row.rowNumber, state: .present), customerId: nil, covers: [])
                             }
                             let history = try await sync.importHistory(customerId: customerId, transactionId: transactionId, dryRun: job.dryRun,
-                                                                       recordsEvents: job.events)
+                                                                       eventsAsked: job.events)
                             return .done(ImportRowOutcome(rowNumber: row.rowNumber, state: history.changed ? .applied : .present),
                                          customerId: history.changed ? customerId : nil,
                                          covers: Set(history.transactionIds.map { customerId + "|" + $0 }))

@@ -31,14 +31,9 @@ public enum IngestOutcome: Sendable, Hashable {
     /// Stored, not applied (the path's options said so).
     case notApplied(NotApplied)
 
-    public enum NotApplied: Sendable, Hashable {
-        /// Nobody owns it yet: the customer's POST or restore links it later.
-        case noOwner
-        /// Its chain belongs to this other customer.
-        case ownedByAnother(String)
-        /// Its product is not in the app's catalog.
-        case unknownProduct
-    }
+    /// Why a stored fact was not applied (`IngestPlan.NotApplied`): nobody owns it yet, its chain is another customer's,
+    /// or its product is not in the app's catalog.
+    public typealias NotApplied = IngestPlan.NotApplied
 }
 
 extension IngestOutcome {
@@ -71,10 +66,13 @@ public struct IngestResult: Sendable {
     /// The facts are stored but can't apply yet (`IngestOptions.UnknownProduct.retryLater`): the ingest fails after its
     /// write, so the caller retries.
     public var retryLater = false
-    /// The owner's status inputs as the write left them, when asked for and read in the write (`withStatus`).
-    public var statusSnapshot: CustomerSnapshot?
+    /// The owner's status as the write left it, when asked for and read in the write (`withStatus`): evaluated once,
+    /// by the events' diff when the write changed something.
+    public var status: EvaluatedCustomer?
     /// Events the write appended (for every customer it changed).
     public var eventsAppended = 0
+    /// The owner as the write ensured them (what an extra that needs the customer's row reads).
+    var ownerRow: KakinStore.Customer?
 
     init(outcome: IngestOutcome?, owner: String?, changes: [IngestChange], retryLater: Bool = false) {
         self.outcome = outcome
@@ -84,10 +82,25 @@ public struct IngestResult: Sendable {
     }
 }
 
-/// The one ingest path of App Store facts: verify (once) → decode → resolve the owner → plan the effect with the
-/// core's pure rules → apply it all in ONE database transaction → return the typed change. Every path uses it:
-/// the app's POST, the notification worker, restores, receipts, subscription refreshes, the desk; they differ
-/// only by `IngestPath.options`.
+
+/// One signed App Store fact to ingest: a transaction, its subscription's renewal info, or both.
+public struct IngestItem: Sendable {
+    public var transaction: VerifiedTransaction?
+    public var renewalInfo: VerifiedRenewalInfo?
+
+    public init(transaction: VerifiedTransaction?, renewalInfo: VerifiedRenewalInfo? = nil) {
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+    }
+}
+
+/// The one apply: verify (once) → the store's adapter turns the payload into a `PurchaseFact` → ONE database transaction
+/// in which the write reads what the plan needs, the core decides (`IngestPlan`: newest copy, owner, grant, refunds) and
+/// a small, fixed set of repository calls carries it out (keep the copy, link, claim, move coins, record), the events
+/// and the path's registered extras (`IngestRegistry`) beside it → the typed change. Every App Store path uses it (the
+/// app's POST, the notification worker, restores, receipts, subscription refreshes, the desk, import rows); they differ
+/// only by `IngestPath.options` and their row in the path table (extras, and whether events are told). Purchases outside
+/// the App Store move coins through the same ledger calls (`IngestLedger`).
 public struct Ingest: Sendable {
     let store: KakinStore
     let verifier: SignedDataVerifier
@@ -101,6 +114,11 @@ public struct Ingest: Sendable {
     let wakeAppStoreJobs: @Sendable () -> Void
     /// What the changes tell the customers' backends (appended in the same write).
     let events: CustomerEvents
+    /// Apple's 2026 extras (server finish, app transaction links).
+    let apple2026: Apple2026Ingest
+
+    /// Facts one write may apply (a restore's whole history): beyond it the write is refused before anything is read.
+    public static let factsPerWriteMax = 5_000
 
     // MARK: Verification, once per signed payload
 
@@ -150,169 +168,261 @@ public struct Ingest: Sendable {
     ///   - withStatus: the caller answers with the owner's status: on SQLite (one writer, nothing to conflict with) its
     ///     rows are read in the same write, saving a read of their own after it; on PostgreSQL the caller reads them after
     ///     the commit (a SERIALIZABLE write reading them would lock index pages other customers' purchases write).
-    ///   - alsoInWrite: more records the caller writes in the same transaction (a notification's state), given what
-    ///     the ingest decided.
-    ///   - recordsEvents: whether the changes are told as events (an import tells them only when asked).
+    ///   - context: what the path's extras need from the caller (a notification's id and job), and whether events were
+    ///     asked for on a path that tells them only when asked.
     public func apply(transaction: VerifiedTransaction?, renewalInfo: VerifiedRenewalInfo? = nil, path: IngestPath,
-                      presenter: String? = nil, purchaseProcessId: String? = nil, withStatus: Bool = false, recordsEvents: Bool = true,
-                      alsoInWrite: (@Sendable (Records, IngestResult) throws -> Void)? = nil) async throws(KakinError) -> IngestResult {
+                      presenter: String? = nil, purchaseProcessId: String? = nil, withStatus: Bool = false,
+                      context: IngestContext = IngestContext()) async throws(KakinError) -> IngestResult {
+        try await applyAll([IngestItem(transaction: transaction, renewalInfo: renewalInfo)], path: path, presenter: presenter,
+                           purchaseProcessId: purchaseProcessId, withStatus: withStatus, context: context)[0]
+    }
+
+    /// Applies several facts in ONE write, each as `apply` would, in order: a refusal (another customer's chain under
+    /// `keepFirstOwner` on a refusing path) refuses them all, with nothing applied. A restore is one such write.
+    public func applyAll(_ items: [IngestItem], path: IngestPath, presenter: String? = nil, purchaseProcessId: String? = nil,
+                         withStatus: Bool = false, context: IngestContext = IngestContext()) async throws(KakinError) -> [IngestResult] {
+        let write = try checkedWrite(items, path: path, presenter: presenter, purchaseProcessId: purchaseProcessId)
+        let row = IngestRegistry.row(store: "appStore", path: path)
+        precondition(!context.eventsAsked || row.events == .whenAsked, "path \(path) tells its events always")
+        let tellsEvents = row.events == .always || context.eventsAsked
+        let runner = ExtrasRunner(extras: row.extras, path: path, context: context, tellsEvents: tellsEvents, apple2026: apple2026,
+                                  setsToken: { setsAppAccountTokens($0) })
+        let events = events
+        let results = try await store.transaction { r in
+            var results: [IngestResult] = []
+            for item in items {
+                var result = try write.run(r, item)
+                let recorded = tellsEvents
+                    ? try events.record(r, result.changes, transaction: item.transaction?.payload, renewalInfo: item.renewalInfo?.payload,
+                                        owner: result.owner)
+                    : (appended: 0, owner: nil)
+                result.eventsAppended = recorded.appended
+                try runner.run(r, result, item)
+                if withStatus, items.count == 1, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner {
+                    // The events' evaluation of the owner's status is the answer's, when the write changed something.
+                    if let evaluated = recorded.owner {
+                        result.status = evaluated
+                    } else if var snapshot = try r.statusInputs(owner) {
+                        if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
+                        result.status = EvaluatedCustomer(snapshot, StatusEngine.evaluate(snapshot.history, catalog: events.catalog, nowMs: r.nowMs))
+                    }
+                }
+                results.append(result)
+            }
+            return results
+        }
+        var wakeJobs = false
+        for (item, result) in zip(items, results) {
+            switch result.outcome {
+            case .applied?: metrics.increment(.purchasesApplied)
+            case .alreadyProcessed?: metrics.increment(.purchasesDuplicate)
+            default: break
+            }
+            if result.retryLater, let tx = item.transaction?.payload {
+                throw KakinError(.unknownProduct, detail: "product \(tx.productId) of transaction \(tx.transactionId) is not in the catalog")
+            }
+            if result.owner != nil, let tx = item.transaction?.payload, runner.schedulesToken(tx) { wakeJobs = true }
+        }
+        if wakeJobs || context.notification?.consumption?.state == .pending { wakeAppStoreJobs() }
+        if results.contains(where: { $0.eventsAppended > 0 }) { events.wake() }
+        return results
+    }
+
+    /// Whether `applyAll` would change anything, decided by the same plan over what it would read, on a snapshot, with
+    /// nothing written (an import's dry run): throws what the write would refuse with (an unknown product on a refusing
+    /// path, another customer's chain). Each fact is decided over what is stored, not over what the facts before it in
+    /// the same call would have written.
+    public func wouldChange(_ items: [IngestItem], path: IngestPath, presenter: String? = nil) async throws(KakinError) -> Bool {
+        let write = try checkedWrite(items, path: path, presenter: presenter, purchaseProcessId: nil)
+        return try await store.snapshot { r in try items.contains { try write.wouldChange(r, $0) } }
+    }
+
+    /// The write for `items` on `path`, once what it refuses before reading anything is checked: more facts than one
+    /// write holds, a product the catalog does not know on a path that refuses them.
+    private func checkedWrite(_ items: [IngestItem], path: IngestPath, presenter: String?,
+                              purchaseProcessId: String?) throws(KakinError) -> IngestWrite {
         let options = path.options
         precondition(options.owner == .currentOwner || presenter != nil, "path \(path) needs the presenting customer")
-        let product = transaction.flatMap { catalogs[$0.payload.bundleId]?[$0.payload.productId] }
-        if let tx = transaction?.payload, product == nil, options.unknownProduct == .refuse {
-            throw KakinError(.unknownProduct, "Product \(tx.productId) is not in this server's catalog.")
+        precondition(!items.isEmpty, "a write applies at least one fact")
+        guard items.count <= Self.factsPerWriteMax else {
+            throw KakinError(.restoreTooLarge, detail: "\(items.count) signed copies, more than \(Self.factsPerWriteMax) in one write")
         }
-        let setsToken = transaction.map { ($0.payload.appAccountToken ?? "").isEmpty && setsAppAccountTokens($0.payload.bundleId) } ?? false
-        let plan = Plan(options: options, presenter: options.owner == .presenter ? presenter : nil, product: product, path: path,
-                        purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, setsToken: setsToken)
-        let result = try await store.transaction { r in
-            var result = try plan.run(r, transaction: transaction, renewalInfo: renewalInfo)
-            let recorded = recordsEvents
-                ? try events.record(r, result.changes, transaction: transaction?.payload ?? nil, renewalInfo: renewalInfo?.payload, owner: result.owner)
-                : (appended: 0, ownerSnapshot: nil)
-            result.eventsAppended = recorded.appended
-            try alsoInWrite?(r, result)
-            if withStatus, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner {
-                // The events' read of the owner's status inputs is the answer's, when the write changed something.
-                if let snapshot = recorded.ownerSnapshot {
-                    result.statusSnapshot = snapshot
-                } else if var snapshot = try r.statusInputs(owner) {
-                    if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
-                    result.statusSnapshot = snapshot
-                }
+        for item in items {
+            if let tx = item.transaction?.payload, catalogs[tx.bundleId]?[tx.productId] == nil, options.unknownProduct == .refuse {
+                throw KakinError(.unknownProduct, "Product \(tx.productId) is not in this server's catalog.")
             }
+        }
+        return IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, path: path,
+                           purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, catalogs: catalogs)
+    }
+}
+
+/// The one apply's write for one App Store fact: reads what the plan needs, asks the core (`IngestPlan`), carries the
+/// plan out. A body that may run again on PostgreSQL: it decides only from what it reads there.
+struct IngestWrite: Sendable {
+    let options: IngestOptions
+    let presenter: String?
+    let path: IngestPath
+    let purchaseProcessId: String?
+    let walletPolicy: WalletPolicy
+    let transferPolicy: TransferPolicy
+    let catalogs: [String: Catalog]
+
+    func run(_ r: Records, _ item: IngestItem) throws -> IngestResult {
+        var changes: [IngestChange] = []
+        if let info = item.renewalInfo?.payload {
+            let stored = try r.storedRenewalCopy(of: info)
+            if stored.map({ NewestCopy.isNewer(info.signedDate, info.raw, than: $0.signedAtMs, $0.raw ?? .null) }) ?? true {
+                try r.keepRenewalInfo(info, jws: item.renewalInfo!.jws)
+                changes.append(.renewalInfoStored(originalTransactionId: info.originalTransactionId))
+            }
+        }
+        guard let transaction = item.transaction else {
+            let owner = try item.renewalInfo.flatMap { try r.linkOwner(originalTransactionId: $0.payload.originalTransactionId) }
+            return IngestResult(outcome: nil, owner: owner, changes: changes)
+        }
+        let tx = transaction.payload
+        let (fact, stored, linkOwner, plan) = try decide(r, tx)
+        if plan.keepsCopy {
+            try r.keepTransaction(tx, jws: transaction.jws, owner: plan.copyOwner, replacing: stored)
+            changes.append(.transactionStored(transactionId: fact.periodId))
+        }
+        let owner: String
+        switch plan.step {
+        case .refuseOwnerConflict:
+            preconditionFailure("refused above")
+        case .keep(let reason, let keptFor, let retryLater):
+            return IngestResult(outcome: .notApplied(reason), owner: keptFor, changes: changes, retryLater: retryLater)
+        case .claim(let o, _), .revoked(let o, _):
+            owner = o
+        }
+
+        let (customer, created) = try r.ensureCustomer(owner)
+        if created { changes.append(.customerCreated(customerId: owner)) }
+        if try r.apply(plan.ownership, for: tx, linkedBefore: linkOwner) {
+            if case .transfer(let from, let to) = plan.ownership {
+                changes.append(.transferred(originalTransactionId: fact.chainId, from: from, to: to))
+            } else {
+                changes.append(.linked(originalTransactionId: fact.chainId, customerId: owner))
+            }
+        }
+        var result = IngestResult(outcome: nil, owner: owner, changes: changes)
+        result.ownerRow = customer
+        if case .claim(_, let grant) = plan.step {
+            // Claim at once: a claim that inserts nothing means it was applied before (by any path, process or thread).
+            let applied = AppliedPurchase(transactionId: fact.periodId, customerId: owner, grant: grant.json, appliedAtMs: r.nowMs)
+            if try r.claimPurchase(applied, via: path.via, purchaseProcessId: purchaseProcessId) {
+                try IngestLedger.credit(r, fact, grant: grant, customerId: owner, reference: fact.periodId, effectKey: "purchase:\(fact.periodId)",
+                                        detail: Self.purchaseDetail(fact, via: path.via, purchaseProcessId: purchaseProcessId))
+                try r.recordTimeline(customerId: owner, kind: "purchase.applied", reference: fact.periodId, detail: [
+                    "productId": .string(fact.productId), "via": .string(path.via), "grant": grant.json,
+                    "purchaseProcessId": .string(purchaseProcessId),
+                ])
+                result.changes.append(.purchaseApplied(applied, grant))
+                result.outcome = .applied(applied)
+                return result
+            }
+        }
+        guard let existing = try r.appliedPurchase(fact.periodId) else {
+            guard case .revoked(_, let at) = plan.step else {
+                throw KakinError(.internalError, detail: "transaction \(fact.periodId) claimed but not found")
+            }
+            // Revoked before it was ever applied: kept and linked, nothing granted.
+            result.outcome = .revoked(revocationDateMs: at)
             return result
         }
-        switch result.outcome {
-        case .applied?: metrics.increment(.purchasesApplied)
-        case .alreadyProcessed?: metrics.increment(.purchasesDuplicate)
-        default: break
+        if let step = try IngestLedger.reconcileRefunds(r, fact, revocation: plan.revocation, policy: walletPolicy) {
+            result.changes.append(.refundReconciled(transactionId: fact.periodId, customerId: step.customerId, step.step))
         }
-        if result.retryLater, let tx = transaction?.payload {
-            throw KakinError(.unknownProduct, detail: "product \(tx.productId) of transaction \(tx.transactionId) is not in the catalog")
-        }
-        if setsToken, result.owner != nil { wakeAppStoreJobs() }
-        if result.eventsAppended > 0 { events.wake() }
+        result.outcome = .alreadyProcessed(existing)
         return result
     }
 
-    /// The decisions of one ingest, run inside the write (a body that may run again on PostgreSQL: it decides only
-    /// from what it reads there).
-    struct Plan: Sendable {
-        let options: IngestOptions
-        let presenter: String?
-        let product: Product?
-        let path: IngestPath
-        let purchaseProcessId: String?
-        let walletPolicy: WalletPolicy
-        let transferPolicy: TransferPolicy
-        let setsToken: Bool
-
-        func run(_ r: Records, transaction: VerifiedTransaction?, renewalInfo: VerifiedRenewalInfo?) throws -> IngestResult {
-            var changes: [IngestChange] = []
-            if let info = renewalInfo, try r.storeRenewalInfo(info.payload, jws: info.jws) {
-                changes.append(.renewalInfoStored(originalTransactionId: info.payload.originalTransactionId))
-            }
-            guard let transaction else {
-                let owner = try renewalInfo.flatMap { try r.linkOwner(originalTransactionId: $0.payload.originalTransactionId) }
-                return IngestResult(outcome: nil, owner: owner, changes: changes)
-            }
-            let tx = transaction.payload
-            let linkOwner = try r.linkOwner(originalTransactionId: tx.originalTransactionId)
-            let decision = Ownership.decide(
-                presenter: presenter, linkOwner: linkOwner,
-                tokenOwner: try tx.appAccountToken.flatMap(r.customerOwning(appAccountToken:)), policy: transferPolicy)
-            if case .refuse = decision, options.ownerConflict == .refuse {
-                throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(tx.originalTransactionId) is linked to another customer")
-            }
-            // A product this server doesn't know is kept, never linked: its effect is unknown until it is configured.
-            let applying = product != nil ? decision.owner : nil
-            let stored = try r.storeTransaction(tx, jws: transaction.jws, owner: applying)
-            if stored { changes.append(.transactionStored(transactionId: tx.transactionId)) }
-            if case .refuse(let owner) = decision {
-                return IngestResult(outcome: .notApplied(.ownedByAnother(owner)), owner: owner, changes: changes)
-            }
-            guard let owner = decision.owner else { return IngestResult(outcome: .notApplied(.noOwner), owner: nil, changes: changes) }
-            guard let product else {
-                return IngestResult(outcome: .notApplied(.unknownProduct), owner: owner, changes: changes,
-                                    retryLater: options.unknownProduct == .retryLater)
-            }
-
-            let (customer, created) = try r.ensureCustomer(owner)
-            if created { changes.append(.customerCreated(customerId: owner)) }
-            if try r.apply(decision, for: tx, linkedBefore: linkOwner) {
-                if case .transfer(let from, let to) = decision {
-                    changes.append(.transferred(originalTransactionId: tx.originalTransactionId, from: from, to: to))
-                } else {
-                    changes.append(.linked(originalTransactionId: tx.originalTransactionId, customerId: owner))
-                }
-            }
-            // Apple takes the token for the purchaser's own copy only (not a family member's).
-            if setsToken, tx.inAppOwnershipType != .familyShared { try r.scheduleAppAccountToken(for: tx, customer: customer) }
-
-            // The newest stored copy decides (a refund may have arrived before the purchase was presented): this one
-            // when it was stored, else the newer one already there.
-            let revokedAt = stored ? tx.revocationDate : try r.storedRevocationDate(tx.transactionId)
-            let grant = PurchaseGrant.of(product, transaction: tx)
-            let applied = AppliedPurchase(transactionId: tx.transactionId, customerId: owner, grant: grant.json, appliedAtMs: r.nowMs)
-            // Not revoked: claim at once (a claim that inserts nothing means it was applied before); revoked: only a
-            // purchase applied before moves (its refund), a new one is kept and grants nothing.
-            guard revokedAt == nil, try r.claimPurchase(applied, via: path.via, purchaseProcessId: purchaseProcessId) else {
-                guard let existing = try r.appliedPurchase(tx.transactionId) else {
-                    guard let revokedAt else { throw KakinError(.internalError, detail: "transaction \(tx.transactionId) claimed but not found") }
-                    return IngestResult(outcome: .revoked(revocationDateMs: revokedAt), owner: owner, changes: changes)
-                }
-                if let step = try reconcileRefunds(r, tx.transactionId) {
-                    changes.append(.refundReconciled(transactionId: tx.transactionId, customerId: step.customerId, step.step))
-                }
-                return IngestResult(outcome: .alreadyProcessed(existing), owner: owner, changes: changes)
-            }
-            if case .coins(let paid, let free) = grant {
-                var detail: [String: JSONValue] = ["productId": .string(tx.productId), "quantity": .int(Int64(tx.quantity)), "via": .string(path.via)]
-                if let p = purchaseProcessId { detail["purchaseProcessId"] = .string(p) }
-                try r.moveCoins(LedgerMovement(
-                    entryId: r.newEntryId(), customerId: owner, atMs: r.nowMs, kind: .purchase, paid: paid, free: free,
-                    reference: tx.transactionId, effectKey: "purchase:\(tx.transactionId)", priceMilli: tx.price, currency: tx.currency,
-                    detail: .object(detail)))
-            }
-            try r.recordTimeline(customerId: owner, kind: "purchase.applied", reference: tx.transactionId, detail: [
-                "productId": .string(tx.productId), "via": .string(path.via), "grant": grant.json, "purchaseProcessId": .string(purchaseProcessId),
-            ])
-            precondition(applied.customerId == owner && decision.owner == owner, "a purchase is applied to its chain's owner")
-            changes.append(.purchaseApplied(applied, grant))
-            return IngestResult(outcome: .applied(applied), owner: owner, changes: changes)
+    /// What the write reads for one transaction, and the core's plan over it; another customer's chain on a refusing
+    /// path throws `belongs_to_another_customer`.
+    private func decide(_ r: Records, _ tx: TransactionPayload) throws -> (PurchaseFact, StoredTransactionCopy?, String?, IngestPlan) {
+        let fact = PurchaseFact(appStore: tx)
+        let stored = try r.storedCopy(of: tx)
+        let linkOwner = try r.linkOwner(originalTransactionId: fact.chainId)
+        let read = IngestPlan.Read(stored: stored?.plan, linkOwner: linkOwner,
+                                   tokenOwner: try fact.owner.accountToken.flatMap(r.customerOwning(appAccountToken:)))
+        let plan = IngestPlan.decide(fact, product: catalogs[fact.appId]?[fact.productId], options: options, presenter: presenter,
+                                     policy: transferPolicy, read: read)
+        if case .refuseOwnerConflict = plan.step {
+            throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(fact.chainId) is linked to another customer")
         }
+        return (fact, stored, linkOwner, plan)
+    }
 
-        /// Moves a credited consumable's coins one step toward what the newest stored copy says (`RefundReconciliation`).
-        func reconcileRefunds(_ r: Records, _ transactionId: String) throws -> (customerId: String, step: RefundReconciliation.Step)? {
-            guard let purchase = try r.purchaseLedger(transactionId) else { return nil }
-            let revokedAt = try r.storedRevocationDate(transactionId)
-            // A prorated refund (API 1.19) takes back its share only: read from the newest copy when it is revoked.
-            let share = revokedAt == nil ? WalletRules.fullShareMilli : try r.storedRevokedShareMilli(transactionId)
-            let step = RefundReconciliation.step(purchase.ledger, revoked: revokedAt != nil, revokedShareMilli: share,
-                                                 balance: try r.wallet(purchase.customerId), policy: walletPolicy)
-            switch step {
-            case .none:
-                return nil
-            case .refund(let paid, let free, let shortfall, let number):
-                var detail: [String: JSONValue] = ["revocationDate": .int(revokedAt ?? 0)]
-                if shortfall > 0 { detail["shortfall"] = .int(shortfall) }
-                if share < WalletRules.fullShareMilli { detail["revokedShareMilli"] = .int(Int64(share)) }
-                let after = try r.moveCoins(LedgerMovement(
-                    entryId: r.newEntryId(), customerId: purchase.customerId, atMs: r.nowMs, kind: .refund, paid: paid, free: free,
-                    reference: transactionId, effectKey: "refund:\(transactionId):\(number)", priceMilli: purchase.priceMilli.map { -$0 },
-                    currency: purchase.currency, detail: .object(detail)))
-                precondition(walletPolicy.allowNegativeBalance || (after.paid >= 0 && after.free >= 0),
-                             "a refund under the floor-at-zero policy never takes a balance below zero")
-                try r.recordTimeline(customerId: purchase.customerId, kind: "purchase.refunded", reference: transactionId, detail: .object(detail))
-            case .reverse(let paid, let free, let number):
-                try r.moveCoins(LedgerMovement(
-                    entryId: r.newEntryId(), customerId: purchase.customerId, atMs: r.nowMs, kind: .refundReversed, paid: paid, free: free,
-                    reference: transactionId, effectKey: "refundReversed:\(transactionId):\(number)", priceMilli: purchase.priceMilli,
-                    currency: purchase.currency))
-                try r.recordTimeline(customerId: purchase.customerId, kind: "purchase.refundReversed", reference: transactionId, detail: .null)
+    /// Whether `run` would change anything for `item` over what is stored now (`Ingest.wouldChange`): a newer signed copy
+    /// kept, a chain linked or moved, a purchase claimed.
+    func wouldChange(_ r: Records, _ item: IngestItem) throws -> Bool {
+        if let info = item.renewalInfo?.payload,
+           try r.storedRenewalCopy(of: info).map({ NewestCopy.isNewer(info.signedDate, info.raw, than: $0.signedAtMs, $0.raw ?? .null) }) ?? true {
+            return true
+        }
+        guard let tx = item.transaction?.payload else { return false }
+        let (fact, _, linkOwner, plan) = try decide(r, tx)
+        switch plan.step {
+        case .refuseOwnerConflict, .keep:
+            return plan.keepsCopy
+        case .claim(let owner, _):
+            return try plan.keepsCopy || linkOwner != owner || r.appliedPurchase(fact.periodId) == nil
+        case .revoked(let owner, _):
+            return plan.keepsCopy || linkOwner != owner
+        }
+    }
+
+    static func purchaseDetail(_ fact: PurchaseFact, via: String, purchaseProcessId: String?) -> JSONValue {
+        var detail: [String: JSONValue] = ["productId": .string(fact.productId), "quantity": .int(Int64(fact.quantity)), "via": .string(via)]
+        if let p = purchaseProcessId { detail["purchaseProcessId"] = .string(p) }
+        return .object(detail)
+    }
+}
+
+/// Carries out the path's registered extras (`IngestRegistry`) in the one apply's write.
+struct ExtrasRunner: Sendable {
+    let extras: [IngestExtra]
+    let path: IngestPath
+    let context: IngestContext
+    /// Whether the write tells its events (the path's `IngestEvents`), which an extra's own events follow.
+    let tellsEvents: Bool
+    let apple2026: Apple2026Ingest
+    let setsToken: @Sendable (_ bundleId: String) -> Bool
+
+    /// Whether the `appAccountToken` extra schedules Set App Account Token for `tx` once it has an owner.
+    func schedulesToken(_ tx: TransactionPayload) -> Bool {
+        extras.contains(.appAccountToken) && (tx.appAccountToken ?? "").isEmpty && tx.inAppOwnershipType != .familyShared
+            && setsToken(tx.bundleId)
+    }
+
+    func run(_ r: Records, _ result: IngestResult, _ item: IngestItem) throws {
+        let tx = item.transaction?.payload
+        for extra in extras {
+            switch extra {
+            case .appAccountToken:
+                if let tx, let customer = result.ownerRow, schedulesToken(tx) { try r.scheduleAppAccountToken(for: tx, customer: customer) }
+            case .serverFinish:
+                if !result.retryLater, let tx, case .applied(let applied)? = result.outcome {
+                    try apple2026.scheduleServerFinish(r, tx, customerId: applied.customerId)
+                }
+            case .serverFinishAppSent:
+                if let tx, tx.type == .consumable, case .alreadyProcessed? = result.outcome { try r.serverFinishAppSent(transactionId: tx.transactionId) }
+            case .appTransactionLink:
+                if !result.retryLater, let tx { try apple2026.linkAppTransaction(r, tx, owner: result.owner, tellsEvents: tellsEvents) }
+            case .consumptionJob:
+                guard let notification = context.notification else { preconditionFailure("path \(path) applies a notification") }
+                if !result.retryLater, var job = notification.consumption {
+                    job.customerId = result.owner
+                    try r.scheduleConsumptionAnswer(job, nextAttemptMs: notification.firstAttemptMs)
+                }
+            case .notificationState:
+                guard let notification = context.notification else { preconditionFailure("path \(path) applies a notification") }
+                if !result.retryLater {
+                    try r.markNotification(notification.notificationUUID, state: .applied, customerId: result.owner,
+                                           originalTransactionId: tx?.originalTransactionId ?? item.renewalInfo?.payload.originalTransactionId)
+                }
             }
-            return (purchase.customerId, step)
         }
     }
 }

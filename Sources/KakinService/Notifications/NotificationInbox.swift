@@ -18,8 +18,7 @@ public struct NotificationInbox: Sendable {
     let claims: NotificationClaims
     /// The worker applying stored notifications (woken when one arrives).
     public let worker: BackgroundLoop
-    let wakeAppStoreJobs: @Sendable () -> Void
-    /// Apple's 2026 additions: RESCIND_CONSENT, and what they add to an ingest's write (`Apple2026Ingest`).
+    /// Apple's 2026 additions: RESCIND_CONSENT (`Apple2026Ingest`).
     let apple2026: Apple2026Ingest
     /// EXTERNAL_PURCHASE_TOKEN notifications (the notification's JSON): `ExternalPurchaseReporter.unreported`.
     var externalPurchaseToken: (@Sendable (JSONValue) async throws(KakinError) -> Void)? = nil
@@ -59,21 +58,26 @@ public struct NotificationInbox: Sendable {
         let renewalInfo = try data.signedRenewalInfo.flatMap { (jws: String) throws(KakinError) in try ingest.verifyRenewalInfo(jws, for: .notification) }
         let transaction = try data.signedTransactionInfo.map { (jws: String) throws(KakinError) in try ingest.verifyTransaction(jws) }
         let consumption = n.notificationType == .consumptionRequest ? transaction.map { consumptionJob(n, $0.payload) } : nil
-        let uuid = stored.notificationUUID
-        let original = transaction?.payload.originalTransactionId ?? renewalInfo?.payload.originalTransactionId
-        let firstAttemptMs = retryClock.nowMs()
-        let apple2026InWrite = apple2026.inWrite(transaction?.payload, path: .notification)
-        _ = try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: .notification) { r, result in
-            try apple2026InWrite?(r, result)
-            guard !result.retryLater else { return }
-            if var job = consumption {
-                job.customerId = result.owner
-                try r.scheduleConsumptionAnswer(job, nextAttemptMs: firstAttemptMs)
-            }
-            try r.markNotification(uuid, state: .applied, customerId: result.owner, originalTransactionId: original)
-        }
-        if consumption?.state == .pending { wakeAppStoreJobs() }
+        let context = IngestContext(notification: .init(notificationUUID: stored.notificationUUID, consumption: consumption,
+                                                        firstAttemptMs: retryClock.nowMs()))
+        _ = try await ingest.apply(transaction: transaction, renewalInfo: renewalInfo, path: .notification, context: context)
         metrics.increment(.notificationsApplied)
+    }
+
+    /// Replays one notification now (its effects are idempotent: the desk's replay) and lets the worker run; answers it
+    /// as it is after that pass.
+    public func replay(_ uuid: String, actor: String) async throws(KakinError) -> StoredNotification {
+        guard try await store.replayNotification(uuid, actor: actor) else { throw KakinError(.notificationNotFound) }
+        await processDue()
+        guard let n = try await store.notification(uuid) else { throw KakinError(.notificationNotFound) }
+        return n
+    }
+
+    /// Replays every dead notification (up to `limit`) with a fresh attempt budget and lets the worker run. Returns how many.
+    public func replayDead(actor: String, limit: Int) async throws(KakinError) -> Int {
+        let count = try await store.replayDeadNotifications(actor: actor, limit: limit)
+        await processDue()
+        return count
     }
 
     /// The answer a CONSUMPTION_REQUEST needs (sent by the App Store jobs when the app's customers consented).

@@ -11,6 +11,14 @@ public struct EvaluatedCustomer: Sendable {
     /// The customer's last event sequence: what the status is as of, to compare with the events a backend received.
     public var version: Int64
 
+    init(_ snapshot: CustomerSnapshot, _ status: CustomerStatus) {
+        customer = snapshot.customer
+        history = snapshot.history
+        self.status = status
+        wallet = snapshot.wallet
+        version = snapshot.version
+    }
+
     /// The contract's `GET /v1/customers/{id}` body.
     public var json: JSONValue {
         guard case .object(var o) = status.json(customerId: customer.customerId, appAccountToken: customer.appAccountToken, wallet: wallet)
@@ -63,8 +71,6 @@ public struct CustomerStatusReads: Sendable {
 
     /// The status of rows already read (an ingest's write read them).
     public func evaluate(_ snapshot: CustomerSnapshot) -> EvaluatedCustomer {
-        EvaluatedCustomer(customer: snapshot.customer, history: snapshot.history,
-                          status: StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: clock.nowMs()), wallet: snapshot.wallet,
-                          version: snapshot.version)
+        EvaluatedCustomer(snapshot, StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: clock.nowMs()))
     }
 }

@@ -137,7 +137,8 @@ public struct Wallets: Sendable {
     }
 
     /// Moves in balances from the old coin system: one ledger entry of kind `import` (source `import`, dated `atMs`, the
-    /// moment the old system held it) per reference, exactly once (its effect key). All in ONE write, with whatever
+    /// moment the old system held it) per reference, exactly once (its effect key), written by the one apply's
+    /// `IngestLedger.importBalance`. All in ONE write, with whatever
     /// `alsoInWrite` adds (the import's row outcomes), so a row is applied and recorded together or not at all. A dry
     /// run reads the same on a snapshot and writes nothing.
     /// - Parameter recordsEvents: tell `coins.credited` (`coins.clawed_back` for a debt) with `"source": "import"`.
@@ -163,13 +164,11 @@ public struct Wallets: Sendable {
                     outcomes.append(known)
                     continue
                 }
-                let moved = try r.moveCoinsCreatingCustomer(LedgerMovement(
-                    entryId: r.newEntryId(), customerId: b.customerId, atMs: atMs, kind: .import, paid: b.paid, free: b.free,
-                    reference: b.reference, effectKey: b.effectKey, detail: ["importedAtMs": .int(r.nowMs)], source: "import"))
+                let createdCustomer = try IngestLedger.importBalance(r, b, atMs: atMs)
                 if recordsEvents {
                     let coins = EventDraft.coins(b.paid + b.free >= 0 ? .coinsCredited : .coinsClawedBack, paid: b.paid, free: b.free,
                                                  reference: b.reference, ["source": "import"])
-                    try events.record(r, customerId: b.customerId, facts: (moved.createdCustomer ? [EventDraft(type: .customerCreated)] : []) + [coins])
+                    try events.record(r, customerId: b.customerId, facts: (createdCustomer ? [EventDraft(type: .customerCreated)] : []) + [coins])
                 }
                 outcomes.append(.applied)
             }

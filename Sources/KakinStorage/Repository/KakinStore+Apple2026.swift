@@ -107,14 +107,6 @@ extension Records {
         ])
     }
 
-    // MARK: Prorated refunds
-
-    /// The share of a revoked transaction Apple refunded, from its newest stored copy (milliunits; everything when the
-    /// copy says nothing else: `WalletRules.revokedShareMilli`).
-    public func storedRevokedShareMilli(_ transactionId: String) throws -> Int {
-        try storedTransaction(transactionId)?.revokedShareMilli ?? WalletRules.fullShareMilli
-    }
-
     // MARK: Server finish
 
     /// Inside the write that credited a consumable from a notification or a restore: Kakin finishes it at `dueMs`

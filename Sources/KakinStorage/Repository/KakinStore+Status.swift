@@ -34,9 +34,9 @@ extension Records {
         let version = row.int("version") ?? 0
         let statusView = row.string("status_view")
         let txs = try db.query("""
-            SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
+            SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND \(KakinStore.statusInputTypes)
             LIMIT ?
-            """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(KakinStore.historyRowsMax))])
+            """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
         // Entitlements bought outside the App Store (migration 14): read only for a customer who has any.
         let external = (row.int("has_external") ?? 0) != 0 ? try KakinStore.externalEntitlements(db, customerId) : []
         guard !txs.isEmpty else {
@@ -58,9 +58,9 @@ extension Records {
     /// The customer's whole history (the newest `historyRowsMax` transactions).
     public func wholeHistory(_ customer: KakinStore.Customer) throws -> CustomerSnapshot {
         let txs = try db.query("""
-            SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND product_type <> ?
+            SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND \(KakinStore.statusInputTypes)
             ORDER BY purchase_date_ms DESC LIMIT ?
-            """, [.text(customer.customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(KakinStore.historyRowsMax))])
+            """, [.text(customer.customerId), .integer(Int64(KakinStore.historyRowsMax))])
         let renewals = try db.query("""
             SELECT COALESCE(r.status_json, r.jws) AS payload FROM renewal_infos r
             JOIN original_links l ON l.original_transaction_id = r.original_transaction_id

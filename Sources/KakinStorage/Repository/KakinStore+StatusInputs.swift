@@ -10,6 +10,9 @@ import KakinCore
 /// migrated from before it existed: a status read over more rows than needed is still right (`StatusInputs`
 /// explains why), and the next change for the customer narrows them down.
 extension KakinStore {
+    /// `StatusInputs.canBeInput` as SQL, the one place storage says it: a row whose type can be a status input.
+    static let statusInputTypes = "product_type NOT IN (" + StatusInputs.excludedTypes.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
+
     /// A stored transaction as the selection sees it.
     struct StatusInputRow {
         var transaction: TransactionPayload
@@ -24,17 +27,9 @@ extension KakinStore {
         var stored: String
     }
 
-    static func storedTransactionRow(_ db: SQLConnection, _ transactionId: String) throws -> StoredTransactionRow? {
-        guard let row = try db.queryOne("""
-            SELECT customer_id, status_input, COALESCE(status_json, jws) AS payload FROM transactions WHERE transaction_id = ?
-            """, [.text(transactionId)]) else { return nil }
-        return StoredTransactionRow(customerId: row.string("customer_id"), isStatusInput: row.int("status_input") != 0,
-                                    stored: row.string("payload") ?? "")
-    }
-
     /// After `copy` became the stored copy of its transaction (new, or newer than `previous`).
     static func statusInputsAfterStoring(_ db: SQLConnection, _ copy: TransactionPayload, previous: StoredTransactionRow?) throws {
-        guard copy.type != .consumable else { return }
+        guard StatusInputs.canBeInput(copy.type) else { return }
         let owner: String?
         if let previous {
             owner = previous.customerId
@@ -59,9 +54,9 @@ extension KakinStore {
     static func statusInputsAfterLinking(_ db: SQLConnection, originalTransactionId: String, to customerId: String,
                                          from previousOwner: String?) throws {
         let moved = try db.query("""
-            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE original_transaction_id = ? AND product_type <> ?
+            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE original_transaction_id = ? AND \(KakinStore.statusInputTypes)
             ORDER BY purchase_date_ms DESC LIMIT ?
-            """, [.text(originalTransactionId), .text(AppleProductType.consumable.rawValue), .integer(Int64(historyRowsMax))])
+            """, [.text(originalTransactionId), .integer(Int64(historyRowsMax))])
             .compactMap(statusInputRow)
         guard !moved.isEmpty else { return }
         let movedIds = Set(moved.map(\.transaction.transactionId))
@@ -76,18 +71,18 @@ extension KakinStore {
     /// Picks the customer's status inputs from all of its transactions (the newest `historyRowsMax`, as a full read).
     static func reselectStatusInputs(_ db: SQLConnection, customerId: String) throws {
         let rows = try db.query("""
-            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE customer_id = ? AND product_type <> ?
+            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE customer_id = ? AND \(KakinStore.statusInputTypes)
             ORDER BY purchase_date_ms DESC LIMIT ?
-            """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(historyRowsMax))])
+            """, [.text(customerId), .integer(Int64(historyRowsMax))])
         try markStatusInputs(db, rows.compactMap(statusInputRow))
     }
 
     /// The rows currently marked for the customer.
     static func statusInputRows(_ db: SQLConnection, customerId: String) throws -> [StatusInputRow] {
         try db.query("""
-            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE customer_id = ? AND status_input = 1 AND product_type <> ?
+            SELECT transaction_id, COALESCE(status_json, jws) AS payload, status_input FROM transactions WHERE customer_id = ? AND status_input = 1 AND \(KakinStore.statusInputTypes)
             LIMIT ?
-            """, [.text(customerId), .text(AppleProductType.consumable.rawValue), .integer(Int64(historyRowsMax))])
+            """, [.text(customerId), .integer(Int64(historyRowsMax))])
             .compactMap(statusInputRow)
     }
 

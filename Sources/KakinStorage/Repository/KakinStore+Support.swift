@@ -86,11 +86,13 @@ public struct TimelineItem: Sendable, Hashable {
          "reference": .string(reference), "detail": detail]
     }
 
-    /// The listing is newest first: (at, source, key) descending.
-    func isAfter(_ c: TimelineCursor) -> Bool {
-        if atMs != c.atMs { return atMs < c.atMs }
-        if source != c.source { return source.rawValue < c.source.rawValue }
-        return key < c.key
+    public init(position: TimelineCursor, kind: String, reference: String?, detail: JSONValue) {
+        atMs = position.atMs
+        source = position.source
+        key = position.key
+        self.kind = kind
+        self.reference = reference
+        self.detail = detail
     }
 }
 
@@ -102,10 +104,21 @@ public struct TimelineCursor: Sendable, Hashable {
 
     public var token: String { Base64.urlEncode(Array("t:\(atMs):\(source.rawValue):\(key.string)".utf8)) }
 
-    init(_ item: TimelineItem) {
-        atMs = item.atMs
-        source = item.source
-        key = item.key
+    init(atMs: Int64, source: TimelineItem.Source, key: TimelineItem.Key) {
+        self.atMs = atMs
+        self.source = source
+        self.key = key
+    }
+
+    public init(_ item: TimelineItem) {
+        self.init(atMs: item.atMs, source: item.source, key: item.key)
+    }
+
+    /// The listing is newest first: (at, source, key) descending.
+    func isAfter(_ c: TimelineCursor) -> Bool {
+        if atMs != c.atMs { return atMs < c.atMs }
+        if source != c.source { return source.rawValue < c.source.rawValue }
+        return key < c.key
     }
 
     public init?(token: String) {
@@ -121,6 +134,31 @@ public struct TimelineCursor: Sendable, Hashable {
 
 public struct TimelinePage: Sendable {
     public var items: [TimelineItem]
+    public var nextCursor: TimelineCursor?
+
+    public init(items: [TimelineItem], nextCursor: TimelineCursor?) {
+        self.items = items
+        self.nextCursor = nextCursor
+    }
+}
+
+/// One row of a customer's timeline as stored, typed, at its place in the listing.
+public struct TimelineRow: Sendable {
+    public var position: TimelineCursor
+    public var content: Content
+
+    public enum Content: Sendable {
+        case transaction(StoredTransaction)
+        case notification(StoredNotification)
+        case ledger(LedgerEntry)
+        /// A timeline entry a use case recorded (`Records.recordTimeline`): its kind, reference and detail JSON text.
+        case recorded(kind: String, reference: String?, detail: String?)
+        case error(RecentError)
+    }
+}
+
+public struct TimelineRowsPage: Sendable {
+    public var rows: [TimelineRow]
     public var nextCursor: TimelineCursor?
 }
 
@@ -194,23 +232,23 @@ extension KakinStore {
         try await write { db in try Self.recordEvent(db, customerId: customerId, atMs: now, kind: kind, reference: reference, detail: detail) }
     }
 
-    /// One page of a customer's timeline, newest first: transactions as first seen, notifications as received,
-    /// ledger entries, events (purchases applied, refunds, transfers, support actions) and errors answered.
-    public func timeline(customerId: String, limit: Int, after cursor: TimelineCursor?) async throws(KakinError) -> TimelinePage {
+    /// A page of the customer's timeline rows, newest first, from every source (`KakinService`'s `CustomerTimeline`
+    /// projects them for display).
+    public func timelineRows(customerId: String, limit: Int, after cursor: TimelineCursor?) async throws(KakinError) -> TimelineRowsPage {
         try await read { db in
-            var items: [TimelineItem] = []
+            var rows: [TimelineRow] = []
             for source in TimelineItem.Source.allCases {
-                items += try Self.timelineItems(db, source, customerId: customerId, limit: limit + 1, after: cursor)
+                rows += try Self.timelineRows(db, source, customerId: customerId, limit: limit + 1, after: cursor)
             }
-            items.sort { $1.isAfter(TimelineCursor($0)) }
-            let page = Array(items.prefix(limit))
-            return TimelinePage(items: page, nextCursor: items.count > limit ? page.last.map(TimelineCursor.init) : nil)
+            rows.sort { $1.position.isAfter($0.position) }
+            let page = Array(rows.prefix(limit))
+            return TimelineRowsPage(rows: page, nextCursor: rows.count > limit ? page.last?.position : nil)
         }
     }
 
-    /// Up to `limit` items of one source after the cursor, newest first.
-    static func timelineItems(_ db: SQLConnection, _ source: TimelineItem.Source, customerId: String, limit: Int,
-                              after cursor: TimelineCursor?) throws -> [TimelineItem] {
+    /// Up to `limit` rows of one source after the cursor, newest first.
+    static func timelineRows(_ db: SQLConnection, _ source: TimelineItem.Source, customerId: String, limit: Int,
+                             after cursor: TimelineCursor?) throws -> [TimelineRow] {
         // Transactions' signed payloads stay out of the timeline (the pages show them per transaction); a
         // notification's is read for the subscription status it reports.
         let (table, columns, atColumn, keyColumn): (String, String, String, String)
@@ -265,41 +303,18 @@ extension KakinStore {
                     purchaseDateMs: r.int("purchase_date_ms") ?? 0, expiresDateMs: r.int("expires_date_ms"),
                     revocationDateMs: r.int("revocation_date_ms"), signedDateMs: r.int("signed_date_ms") ?? 0,
                     appAccountToken: r.string("app_account_token"), jws: "", customerId: customerId, firstSeenMs: at)
-                return TimelineItem(atMs: at, source: source, key: .text(tx.transactionId), kind: "transaction.seen",
-                                    reference: tx.transactionId, detail: [
-                                        "productId": .string(tx.productId), "type": .string(tx.productType),
-                                        "originalTransactionId": .string(tx.originalTransactionId),
-                                        "purchaseDate": .string(Timestamp.rfc3339(tx.purchaseDateMs)),
-                                        "expiresDate": Timestamp.rfc3339(tx.expiresDateMs),
-                                        "revocationDate": Timestamp.rfc3339(tx.revocationDateMs),
-                                        "environment": .string(tx.environment)])
+                return TimelineRow(position: TimelineCursor(atMs: at, source: source, key: .text(tx.transactionId)), content: .transaction(tx))
             case .notification:
                 let n = Self.storedNotification(r)
-                // Apple's subscription status as of the notification (1 active … 5 revoked): the status changes.
-                let status = StoredJWS.payload(n.jws)?["data"]?["status"]?.int64Value
-                return TimelineItem(atMs: at, source: source, key: .text(n.notificationUUID),
-                                    kind: n.notificationType + (n.subtype.map { "/\($0)" } ?? ""), reference: n.notificationUUID,
-                                    detail: ["state": .string(n.state.rawValue), "attempts": .int(Int64(n.attempts)),
-                                             "signedDate": .string(Timestamp.rfc3339(n.signedDateMs)), "appStoreStatus": .int(status),
-                                             "originalTransactionId": .string(n.originalTransactionId), "lastError": .string(n.lastError)])
+                return TimelineRow(position: TimelineCursor(atMs: at, source: source, key: .text(n.notificationUUID)), content: .notification(n))
             case .ledger:
-                var detail: [String: JSONValue] = [
-                    "entryId": .string(r.string("entry_id")), "paid": .int(r.int("paid_delta") ?? 0), "free": .int(r.int("free_delta") ?? 0),
-                    "balanceAfter": WalletBalance(paid: r.int("paid_after") ?? 0, free: r.int("free_after") ?? 0).json]
-                if let item = r.string("item") { detail["item"] = .string(item) }
-                if let recipient = r.string("recipient") { detail["recipient"] = .string(recipient) }
-                return TimelineItem(atMs: at, source: source, key: .seq(r.int("seq") ?? 0), kind: r.string("kind") ?? "",
-                                    reference: r.string("reference"), detail: .object(detail))
+                return TimelineRow(position: TimelineCursor(atMs: at, source: source, key: .seq(r.int("seq") ?? 0)), content: .ledger(Self.ledgerEntry(r)))
             case .event:
-                let detail = (try? JSONParser.parse(r.string("detail") ?? "null")) ?? .null
-                return TimelineItem(atMs: at, source: source, key: .seq(r.int("seq") ?? 0), kind: r.string("kind") ?? "",
-                                    reference: r.string("reference"), detail: detail)
+                return TimelineRow(position: TimelineCursor(atMs: at, source: source, key: .seq(r.int("seq") ?? 0)),
+                                   content: .recorded(kind: r.string("kind") ?? "", reference: r.string("reference"), detail: r.string("detail")))
             case .error:
                 let e = Self.recentError(r)
-                return TimelineItem(atMs: at, source: source, key: .text(e.errorKey), kind: e.errorId, reference: e.requestId,
-                                    detail: ["code": .string(e.code), "httpStatus": .int(Int64(e.httpStatus)), "message": .string(e.message),
-                                             "method": .string(e.method), "path": .string(e.path),
-                                             "purchaseProcessId": .string(e.purchaseProcessId), "transactionId": .string(e.transactionId)])
+                return TimelineRow(position: TimelineCursor(atMs: at, source: source, key: .text(e.errorKey)), content: .error(e))
             }
         }
     }

@@ -218,6 +218,14 @@ extension KakinStore {
     // MARK: Reading the ledger
 
     /// Newest first. The cursor is opaque to callers: `nextCursor` of one page continues after its last entry.
+    static func ledgerEntry(_ r: SQLRow) -> LedgerEntry {
+        LedgerEntry(id: r.string("entry_id") ?? "", atMs: r.int("at_ms") ?? 0, kind: r.string("kind") ?? "",
+                    paid: r.int("paid_delta") ?? 0, free: r.int("free_delta") ?? 0,
+                    balanceAfter: WalletBalance(paid: r.int("paid_after") ?? 0, free: r.int("free_after") ?? 0),
+                    reference: r.string("reference") ?? "", item: r.string("item"), recipient: r.string("recipient"),
+                    source: r.string("source"))
+    }
+
     public func ledger(customerId: String, limit: Int, cursor: String?) async throws(KakinError) -> LedgerPage {
         var beforeSeq = Int64.max
         if let cursor {
@@ -233,13 +241,7 @@ extension KakinStore {
                 SELECT seq, entry_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after, reference, item, recipient, source
                 FROM ledger_entries WHERE customer_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
                 """, [.text(customerId), .integer(before), .integer(Int64(limit + 1))])
-            let entries = rows.prefix(limit).map { r in
-                LedgerEntry(id: r.string("entry_id") ?? "", atMs: r.int("at_ms") ?? 0, kind: r.string("kind") ?? "",
-                            paid: r.int("paid_delta") ?? 0, free: r.int("free_delta") ?? 0,
-                            balanceAfter: WalletBalance(paid: r.int("paid_after") ?? 0, free: r.int("free_after") ?? 0),
-                            reference: r.string("reference") ?? "", item: r.string("item"), recipient: r.string("recipient"),
-                            source: r.string("source"))
-            }
+            let entries = rows.prefix(limit).map(Self.ledgerEntry)
             var next: String?
             if rows.count > limit, let last = rows.prefix(limit).last?.int("seq") {
                 next = Base64.urlEncode(Array("le:\(last)".utf8))

@@ -16,6 +16,13 @@ public struct AppliedPurchase: Sendable, Hashable {
     }
 }
 
+/// The stored copy of a transaction before a write (`Records.storedCopy`): what the plan decides from, and the row
+/// whose status-input flag a replacement carries on.
+public struct StoredTransactionCopy: Sendable {
+    public var plan: IngestPlan.StoredCopy
+    var row: KakinStore.StoredTransactionRow
+}
+
 /// A credited consumable as its ledger tells it: who got the coins, what the purchase and its refunds moved.
 public struct PurchaseLedger: Sendable, Hashable {
     public var customerId: String
@@ -27,14 +34,38 @@ public struct PurchaseLedger: Sendable, Hashable {
 extension Records {
     // MARK: Signed copies
 
-    /// Keeps the newest signed copy of the transaction (by `signedDate`; equal dates by the JWS text), with the
-    /// decoded fields a status read needs beside it (not for consumables, which no status reads: never status inputs), and keeps its
-    /// customer's status inputs current. A new row belongs to `owner` when the caller decided it (the chain is being
-    /// linked to them in the same write), else to its chain's link. Returns whether this copy is now the stored one.
-    @discardableResult
-    public func storeTransaction(_ tx: TransactionPayload, jws: String, owner: String? = nil) throws -> Bool {
-        let previous = tx.type == .consumable ? nil : try KakinStore.storedTransactionRow(db, tx.transactionId)
-        let stored = try db.execute("""
+    /// The stored copy of a transaction as the ingest's plan needs it (`IngestPlan.StoredCopy`: its date, its JSON
+    /// only when `signedAtMs` ties, its revocation), with the row a replacement keeps the status inputs from; nil if
+    /// never stored.
+    public func storedCopy(of tx: TransactionPayload) throws -> StoredTransactionCopy? {
+        guard let row = try db.queryOne("""
+            SELECT customer_id, status_input, signed_date_ms, revocation_date_ms,
+                   CASE WHEN status_json IS NOT NULL THEN status_json WHEN revocation_date_ms IS NOT NULL THEN jws END AS payload
+            FROM transactions WHERE transaction_id = ?
+            """, [.text(tx.transactionId)]) else { return nil }
+        let signedAtMs = row.int("signed_date_ms") ?? 0
+        let payload = row.string("payload")
+        var revocation: PurchaseFact.Revocation?
+        if row.int("revocation_date_ms") != nil, let stored = payload.flatMap(StoredStatusFields.transaction) {
+            revocation = PurchaseFact(appStore: stored).revocation
+        }
+        var raw: JSONValue?
+        if signedAtMs == tx.signedDate {
+            raw = try db.queryOne("SELECT jws FROM transactions WHERE transaction_id = ?", [.text(tx.transactionId)])?
+                .string("jws").flatMap(StoredJWS.payload)
+        }
+        return StoredTransactionCopy(
+            plan: IngestPlan.StoredCopy(signedAtMs: signedAtMs, raw: raw, revocation: revocation),
+            row: KakinStore.StoredTransactionRow(customerId: row.string("customer_id"), isStatusInput: row.int("status_input") != 0,
+                                                 stored: payload ?? ""))
+    }
+
+    /// Keeps `tx` as the stored copy of its transaction (the ingest's plan decided it is the newest: `NewestCopy`), with
+    /// the decoded fields a status read needs beside it (not for consumables, which no status reads: never status
+    /// inputs), and keeps its customer's status inputs current. A new row belongs to `owner` when the caller decided it
+    /// (the chain is being linked to them in the same write), else to its chain's link.
+    public func keepTransaction(_ tx: TransactionPayload, jws: String, owner: String?, replacing previous: StoredTransactionCopy?) throws {
+        try db.execute("""
             INSERT INTO transactions (transaction_id, original_transaction_id, bundle_id, product_id, product_type, environment,
                 purchase_date_ms, expires_date_ms, revocation_date_ms, signed_date_ms, app_account_token, jws, status_json, customer_id,
                 first_seen_ms, updated_ms, status_input)
@@ -45,30 +76,36 @@ extension Records {
                 revocation_date_ms = excluded.revocation_date_ms, signed_date_ms = excluded.signed_date_ms,
                 app_account_token = excluded.app_account_token, jws = excluded.jws, status_json = excluded.status_json,
                 updated_ms = excluded.updated_ms
-            WHERE excluded.signed_date_ms > transactions.signed_date_ms
-               OR (excluded.signed_date_ms = transactions.signed_date_ms AND excluded.jws > transactions.jws)
             """, [.text(tx.transactionId), .text(tx.originalTransactionId), .text(tx.bundleId), .text(tx.productId),
                   .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
                   SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
-                  tx.type == .consumable ? .null : .text(StoredStatusFields.json(of: tx)), SQLValue(owner), .text(tx.originalTransactionId),
-                  .integer(nowMs), .integer(nowMs), .integer(tx.type == .consumable ? 0 : 1)])
-        if stored > 0 { try KakinStore.statusInputsAfterStoring(db, tx, previous: previous) }
-        return stored > 0
+                  StatusInputs.canBeInput(tx.type) ? .text(StoredStatusFields.json(of: tx)) : .null, SQLValue(owner), .text(tx.originalTransactionId),
+                  .integer(nowMs), .integer(nowMs), .integer(StatusInputs.canBeInput(tx.type) ? 1 : 0)])
+        try KakinStore.statusInputsAfterStoring(db, tx, previous: previous?.row)
     }
 
-    /// Keeps the newest renewal info of each subscription (same tie-break as transactions, so arrival order never
-    /// matters). Returns whether this copy is now the stored one.
-    @discardableResult
-    public func storeRenewalInfo(_ info: RenewalInfoPayload, jws: String) throws -> Bool {
+    /// The stored renewal info of a subscription as the newest-copy rule needs it (its JSON only when `signedAtMs` ties).
+    public func storedRenewalCopy(of info: RenewalInfoPayload) throws -> IngestPlan.StoredCopy? {
+        guard let row = try db.queryOne("SELECT signed_date_ms FROM renewal_infos WHERE original_transaction_id = ?",
+                                        [.text(info.originalTransactionId)]) else { return nil }
+        let signedAtMs = row.int("signed_date_ms") ?? 0
+        var raw: JSONValue?
+        if signedAtMs == info.signedDate {
+            raw = try db.queryOne("SELECT jws FROM renewal_infos WHERE original_transaction_id = ?", [.text(info.originalTransactionId)])?
+                .string("jws").flatMap(StoredJWS.payload)
+        }
+        return IngestPlan.StoredCopy(signedAtMs: signedAtMs, raw: raw, revocation: nil)
+    }
+
+    /// Keeps `info` as its subscription's renewal info (the caller decided it is the newest: `NewestCopy`).
+    public func keepRenewalInfo(_ info: RenewalInfoPayload, jws: String) throws {
         try db.execute("""
             INSERT INTO renewal_infos (original_transaction_id, signed_date_ms, environment, jws, status_json, updated_ms)
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (original_transaction_id) DO UPDATE SET signed_date_ms = excluded.signed_date_ms,
                 environment = excluded.environment, jws = excluded.jws, status_json = excluded.status_json, updated_ms = excluded.updated_ms
-            WHERE excluded.signed_date_ms > renewal_infos.signed_date_ms
-               OR (excluded.signed_date_ms = renewal_infos.signed_date_ms AND excluded.jws > renewal_infos.jws)
             """, [.text(info.originalTransactionId), .integer(info.signedDate), .text(info.environment.rawValue), .text(jws),
-                  .text(StoredStatusFields.json(of: info)), .integer(nowMs)]) > 0
+                  .text(StoredStatusFields.json(of: info)), .integer(nowMs)])
     }
 
     /// The stored (newest) copy of a transaction, decoded from its status fields; nil if never stored.
@@ -77,13 +114,16 @@ extension Records {
             .string("payload").flatMap(StoredStatusFields.transaction)
     }
 
-    /// The revocation date of the stored (newest) copy of a transaction, if that copy is revoked.
-    public func storedRevocationDate(_ transactionId: String) throws -> Int64? {
-        try db.queryOne("SELECT revocation_date_ms FROM transactions WHERE transaction_id = ?", [.text(transactionId)])?
-            .int("revocation_date_ms")
-    }
-
     // MARK: Ownership
+
+    /// The account token a chain's stored copies carry (the first one stored with one), if any: what `Ownership` asks
+    /// of a chain that is not linked yet.
+    public func chainAccountToken(originalTransactionId: String) throws -> String? {
+        try db.queryOne("""
+            SELECT app_account_token FROM transactions WHERE original_transaction_id = ? AND app_account_token IS NOT NULL
+            ORDER BY purchase_date_ms, transaction_id LIMIT 1
+            """, [.text(originalTransactionId)])?.string("app_account_token")
+    }
 
     /// The customer a purchase chain is linked to, if any.
     public func linkOwner(originalTransactionId: String) throws -> String? {
@@ -121,7 +161,7 @@ extension Records {
         let moved = try db.execute("""
             UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ? AND (customer_id IS NULL OR customer_id <> ?)
             """, [.text(customerId), .text(tx.originalTransactionId), .text(customerId)])
-        if moved > 0, tx.type != .consumable {
+        if moved > 0, StatusInputs.canBeInput(tx.type) {
             try KakinStore.statusInputsAfterLinking(db, originalTransactionId: tx.originalTransactionId, to: customerId, from: linked)
         }
         return true

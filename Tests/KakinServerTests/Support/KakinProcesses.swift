@@ -82,24 +82,29 @@ final class KakinProcesses: @unchecked Sendable {
     }
 
     private func waitUntilListening(_ server: Server) async throws -> Server {
-        let deadline = Date().addingTimeInterval(Self.startTimeoutSeconds)
+        var ready = server
+        ready.port = try await Self.waitUntilListening(child: server.child, log: server.log)
+        return ready
+    }
+
+    /// Waits until a `kakin serve` logs that it listens; answers its port (killed if it does not start in time).
+    static func waitUntilListening(child: ChildProcess, log: URL) async throws -> Int {
+        let deadline = Date().addingTimeInterval(startTimeoutSeconds)
         while Date() < deadline {
-            let text = (try? String(contentsOf: server.log, encoding: .utf8)) ?? ""
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n") where line.contains("kakin listening") {
                 if let url = (try? JSONParser.parse(String(line)))?["http.url"]?.stringValue, let colon = url.lastIndex(of: ":"),
                    let port = Int(url[url.index(after: colon)...]) {
-                    var ready = server
-                    ready.port = port
-                    return ready
+                    return port
                 }
             }
-            guard server.child.isRunning else {
-                throw ProcessFailure(description: "kakin serve exited (\(await server.child.exit())): \(text.suffix(800))")
+            guard child.isRunning else {
+                throw ProcessFailure(description: "kakin serve exited (\(await child.exit())): \(text.suffix(800))")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        server.child.signal(SIGKILL)
-        throw ProcessFailure(description: "kakin serve did not start within \(Int(Self.startTimeoutSeconds)) s")
+        child.signal(SIGKILL)
+        throw ProcessFailure(description: "kakin serve did not start within \(Int(startTimeoutSeconds)) s")
     }
 
     /// SIGKILL: no shutdown code runs; whatever the process had in flight is cut off.
