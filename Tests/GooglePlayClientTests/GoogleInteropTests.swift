@@ -39,7 +39,7 @@ import Testing
             "productToken": coins["purchaseToken"]!, "productId": "coins_500", "pushToken": .string(String(authorization.dropFirst(7))),
             "audience": .string(receiver.url), "certsURL": .string(play.base + "/play-simulator/oauth2/v3/certs"),
         ]
-        let answer = try Self.runPython(request)
+        let answer = try await Self.runPython(request)
 
         #expect(answer["tokenURI"]?.stringValue == play.base + "/play-simulator/token")
         let subscription = try SubscriptionPurchaseV2(json: try #require(answer["subscription"]))
@@ -70,22 +70,33 @@ import Testing
             """)
     }
 
-    static func runPython(_ request: JSONValue) throws -> JSONValue {
+    /// Runs the script on a thread of its own: it calls the simulator and the push receiver served in this process,
+    /// so waiting for it on Swift's cooperative pool (two threads on two cores) could starve them and never end.
+    static func runPython(_ request: JSONValue) async throws -> JSONValue {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-google-interop-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let requestURL = directory.appendingPathComponent("request.json"), answerURL = directory.appendingPathComponent("answer.json")
         try Data(request.serialized()).write(to: requestURL)
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [script.path, requestURL.path, answerURL.path]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let data = FileManager.default.contents(atPath: answerURL.path) else {
-            Issue.record("google_interop.py failed (\(process.terminationStatus)): \(errorText)")
+        let (status, errorText) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, String), any Error>) in
+            Thread {
+                do {
+                    let process = Process()
+                    process.executableURL = python
+                    process.arguments = [script.path, requestURL.path, answerURL.path]
+                    let errors = Pipe()
+                    process.standardError = errors
+                    try process.run()
+                    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                    process.waitUntilExit()
+                    continuation.resume(returning: (process.terminationStatus, errorText))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }.start()
+        }
+        guard status == 0, let data = FileManager.default.contents(atPath: answerURL.path) else {
+            Issue.record("google_interop.py failed (\(status)): \(errorText)")
             throw CancellationError()
         }
         return try JSONParser.parse([UInt8](data), depthMax: 32)

@@ -21,7 +21,7 @@ from googleapiclient.errors import HttpError
 def main(request_path, answer_path):
     with open(request_path) as f:
         req = json.load(f)
-    with urllib.request.urlopen(req["serviceAccountURL"]) as r:
+    with urllib.request.urlopen(req["serviceAccountURL"], timeout=60) as r:
         info = json.load(r)
     credentials = service_account.Credentials.from_service_account_info(
         info, scopes=["https://www.googleapis.com/auth/androidpublisher"])
