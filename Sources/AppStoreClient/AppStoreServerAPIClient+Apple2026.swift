@@ -62,11 +62,6 @@ public struct UploadMessageRequest: Sendable, Equatable {
         self.bulletPoints = bulletPoints
     }
 
-    public static let headerCharactersMax = 66
-    public static let bodyCharactersMax = 144
-    public static let altTextCharactersMax = 150
-    public static let bulletPointsMax = 5
-
     /// Apple's limits, checked before sending (as its library's validators do).
     func validated(_ label: String) throws(AppStoreServerAPIError) -> JSONValue {
         func refuse(_ why: String) -> AppStoreServerAPIError { AppStoreServerAPIError(kind: .invalidRequest, request: label, detail: why) }

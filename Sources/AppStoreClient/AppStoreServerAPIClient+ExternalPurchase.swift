@@ -4,9 +4,6 @@ import KakinCore
 /// purchase tokens and their transactions. Each call goes to the host of the token's environment — sandbox
 /// tokens (`externalPurchaseId` beginning `SANDBOX`) only to the sandbox URL, as Apple requires.
 extension AppStoreServerAPIClient {
-    /// Reports one page of `errors` at most (Apple lists one per bad field).
-    static let reportErrorsMax = 200
-
     /// Send External Purchase Report: `PUT /externalPurchase/v1/reports`. 429, 5xx and transport failures are
     /// retried like every call; a 400 is not.
     /// - Returns: the `requestIdentifier` Apple confirmed (`SendReportSuccessResponse`).

@@ -48,11 +48,6 @@ extension AppStoreServerAPIClient {
     }
 
     static let userAgent = "Kakin-AppStoreClient/1"
-    /// Apple's error bodies are a few dozen bytes (a refused external purchase report lists one error per bad
-    /// field, ~150 bytes each); bigger non-2xx bodies are not parsed.
-    static let errorBodyBytesMax = 64 * 1024
-    static let errorMessageCharactersMax = 300
-    static let responseDepthMax = 16
 
     func hosts(for routing: Routing, _ call: APICall) throws(AppStoreServerAPIError) -> [Host] {
         switch routing {

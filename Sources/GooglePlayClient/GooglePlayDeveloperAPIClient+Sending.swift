@@ -150,8 +150,6 @@ public struct HTTPKeySetSource: JSONWebKeySetSource {
     public let url: String
     let transport: any HTTPTransport
     public let timeoutMs: Int64
-    /// Google's set is about 2 KB.
-    public static let bytesMax = 256 * 1024
 
     public init(url: String, transport: any HTTPTransport, timeoutMs: Int64 = 5_000) {
         self.url = url

@@ -20,7 +20,6 @@ public final class GooglePlayDeveloperAPIClient: Sendable {
     }
 
     static let userAgent = "Kakin-GooglePlayClient/1"
-    static let errorBodyBytesMax = 64 * 1024
 
     /// - Parameters:
     ///   - clock: the time for the assertion's `iat`/`exp` and the token cache (with a simulator on moved time, its clock).

@@ -70,8 +70,6 @@ public protocol JSONWebKeySetSource: Sendable {
 public final class PushTokenVerifier: Sendable {
     public let policy: PushTokenPolicy
     let source: any JSONWebKeySetSource
-    /// Largest token accepted (Google's are about 1 KB).
-    public static let tokenBytesMax = 16 * 1024
     public let keySetMaxAgeMs: Int64
     public let refetchIntervalMsMin: Int64
     public let keySetStaleAgeMsMax: Int64

@@ -11,9 +11,6 @@ public struct GoogleServiceAccount: Sendable {
     public var tokenURI: String
     public var projectId: String?
 
-    /// Largest key file read (Google's are about 2.4 KB).
-    public static let fileBytesMax = 64 * 1024
-
     public init(clientEmail: String, privateKeyId: String, privateKey: RSAPrivateKey, tokenURI: String, projectId: String?) {
         self.clientEmail = clientEmail
         self.privateKeyId = privateKeyId

@@ -11,12 +11,6 @@ public enum ServiceAccountAssertion {
     public static let androidPublisherScope = "https://www.googleapis.com/auth/androidpublisher"
     /// `grant_type` of the form post.
     public static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-    /// Google refuses assertions living longer than an hour.
-    public static let lifetimeSecondsMax: Int64 = 3600
-    /// Clock difference tolerated between the signer and the token endpoint.
-    public static let clockSkewSecondsMax: Int64 = 300
-    /// Largest assertion accepted.
-    public static let bytesMax = 16 * 1024
 
     /// Signs an assertion for `account` at `nowSeconds`.
     public static func make(account: GoogleServiceAccount, scope: String = androidPublisherScope, audience: String = googleTokenURL,

@@ -153,15 +153,13 @@ public final class HTTPServer: Sendable {
 }
 
 /// A started daemon and what it needs to be stopped.
-private struct RunningDaemon: Sendable {
+struct RunningDaemon: Sendable {
     let daemon: DaemonPointer
     let listenDescriptor: Int32
     let runtime: ServerRuntime
 
     /// After the last handlers were answered with 503, those answers get this long to be written.
     private static let flushTimeoutSeconds = 1.0
-    /// A longer grace period is taken as this one (a day); so is infinity.
-    private static let gracePeriodSecondsMax = 86_400.0
     private static let pollIntervalMs = 10
 
     func stop(gracePeriodSeconds: Double) async {

@@ -90,7 +90,6 @@ final class ServerRuntime: Sendable {
     /// How often the watchdog looks for handlers past their deadline; a timeout answer can be
     /// this late. One scan covers at most `connectionsMax` entries.
     static let watchdogTickMs = 100
-    static let bodyReserveBytesMax = 64 * 1024
 
     private let handler: HTTPHandler
     private let rejectionResponder: HTTPRejectionResponder

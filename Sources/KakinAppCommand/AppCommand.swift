@@ -52,7 +52,6 @@ public enum AppCommand {
     }
 
     static let tokenEnvironmentVariable = "KAKIN_CUSTOMER_TOKEN"
-    static let tokenLengthMax = 4096
 
     struct UsageError: Error {
         var message: String

@@ -22,9 +22,6 @@ public struct DecodedJWT: Sendable {
     public var signingInput: [UInt8]
     public var signature: [UInt8]
 
-    /// JSON nesting accepted in a header or claims set.
-    public static let depthMax = 8
-
     /// Splits and decodes `token`; nil when it is not three base64url parts of JSON objects or is over `bytesMax`.
     public init?(_ token: String, bytesMax: Int) {
         let bytes = Array(token.utf8)
@@ -57,9 +54,6 @@ public struct DecodedJWT: Sendable {
 /// A JSON Web Key Set of RSA signing keys by `kid` (Google's `oauth2/v3/certs`, the Play simulator's).
 public struct JSONWebKeySet: Sendable {
     public var keys: [String: RSAPublicKey]
-
-    /// Keys read from one set; more are ignored (Google lists two or three).
-    public static let keysMax = 32
 
     public init(keys: [String: RSAPublicKey]) {
         self.keys = keys

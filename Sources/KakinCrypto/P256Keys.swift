@@ -170,8 +170,6 @@ final class VerifyContextPool: Sendable {
         let pointer: OpaquePointer
     }
 
-    /// Contexts kept between uses; more are created under contention and freed when returned to a full pool.
-    static let contextsMax = 8
     private let idle = Mutex<[Context]>([])
 
     deinit {

@@ -4,7 +4,6 @@ import KakinCore
 /// RSA key sizes accepted: Google's service-account and push-token keys are 2048 bits.
 public enum RSAKeySize {
     public static let bitsMin = 2048
-    public static let bitsMax = 8192
 }
 
 extension OwnedPKey {

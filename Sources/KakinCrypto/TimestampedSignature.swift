@@ -6,11 +6,6 @@ import KakinCore
 /// Header: `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret, "<t>.<body>")>[,v1=…]`. Several `v1` values
 /// appear while a secret is rotated (one per secret); other schemes (`v0=`, unknown keys) are ignored.
 public enum TimestampedSignature {
-    /// Longest header accepted: a timestamp and a handful of signatures.
-    public static let headerLengthMax = 1024
-    /// Signatures read from one header (more are ignored, not an error: rotations rarely hold more than two).
-    public static let signaturesMax = 8
-
     public enum Failure: Error, Equatable, Sendable {
         /// No header, or no `t=` / `v1=` in it, or a malformed one.
         case malformedHeader

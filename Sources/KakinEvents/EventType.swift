@@ -28,9 +28,6 @@ public enum EventType: String, Sendable, CaseIterable, Hashable {
 /// ending in `.*` (`subscription.*`), or `*`. A name that is no event type, or a prefix that matches none, is refused
 /// rather than silently never matching.
 public struct EventTypeFilter: Sendable, Hashable {
-    /// Patterns in one filter, at most.
-    public static let patternsMax = 64
-
     /// Why a filter was refused: the pattern (its index in the list) and a sentence.
     public struct Invalid: Error, Sendable, Equatable {
         public var index: Int

@@ -3,11 +3,6 @@ import KakinStorage
 
 /// One configured webhook endpoint (config `events.webhooks[]`: `{"id", "url", "secretEnv", "types"}`).
 public struct WebhookEndpoint: Sendable, Hashable {
-    /// Longest endpoint id (it names the endpoint in URLs, metrics and the database).
-    public static let idLengthMax = 64
-    public static let urlLengthMax = 2048
-    /// Secrets in `secretEnv`, at most: the current one and the one being rotated out.
-    public static let secretsMax = 2
     public static let secretBytesRange = 16...1024
 
     public var id: String
@@ -74,7 +69,6 @@ public struct WebhookEndpoint: Sendable, Hashable {
 
 /// Config `events`: `{"webhooks": [...], "retentionDays": 30}`.
 public struct EventsSettings: Sendable, Hashable {
-    public static let webhooksMax = 16
     public static let retentionDaysRange: ClosedRange<Int64> = 1...3650
 
     public var webhooks: [WebhookEndpoint]

@@ -56,8 +56,6 @@ public protocol WebhookSender: Sendable {
 /// any other non-2xx), a deadline on the whole exchange (`URLRequest.timeoutInterval` only bounds the gaps between
 /// packets), and at most `excerptBytesMax` of an answer kept (the rest is read and dropped until the deadline).
 public final class URLSessionWebhookSender: WebhookSender {
-    public static let excerptBytesMax = 1024
-
     private let session: URLSession
     private let exchanges: WebhookExchanges
 

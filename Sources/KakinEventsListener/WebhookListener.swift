@@ -9,11 +9,6 @@ import Synchronization
 /// printed before to `output` as one line (its JSON). Deduplicated by event id over the last `rememberedMax` events:
 /// a redelivery (at least once) is answered 200 and not printed again.
 public final class WebhookListener: Sendable {
-    /// Event ids remembered for deduplication (and attempts counted for the fail rate), oldest forgotten first.
-    public static let rememberedMax = 100_000
-    /// What `kakin events listen` bounds a request body to (an event is at most 1 MiB).
-    public static let bodyBytesMax = 2 << 20
-
     public struct Counts: Sendable, Hashable {
         /// Requests with a valid signature.
         public var accepted = 0

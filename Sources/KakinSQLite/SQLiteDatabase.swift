@@ -103,9 +103,6 @@ public final class SQLiteDatabase: SQLDatabase {
         public init() {}
     }
 
-    /// Reads one reader thread runs in one read transaction at most.
-    static let readBatchSizeMax = 8
-
     public let path: String
     public let options: Options
     private let writeQueue: JobQueue<WriterJob>

@@ -24,12 +24,14 @@ extension LocalMode {
 }
 
 extension LocalMode {
-    /// A call to the simulator mounted in-process. Read-your-writes for `serverFinish`: when the simulated clock
-    /// moved, the transactions whose server finish became due are finished before the call answers (the job's
-    /// worker would otherwise find them at its next poll), so `kakin app unfinished` right after is current.
+    /// A call to the simulator mounted in-process. When the simulated clock moved (or its rate changed), the database
+    /// records the clock rows are now stamped with (for `kakin export`), and — read-your-writes for `serverFinish` —
+    /// the transactions whose server finish became due are finished before the call answers (the job's worker would
+    /// otherwise find them at its next poll), so `kakin app unfinished` right after is current.
     func simulatorCall(_ request: HTTPRequest) async -> HTTPResponse {
         let response = await simulator.handle(request)
         if request.method == "POST", request.path.hasSuffix("/v1/clock"), (200...299).contains(response.status), let app = kakin.app {
+            await recordStampClock()
             await app.services.appStoreJobs.processDueServerFinishes()
         }
         return response

@@ -6,6 +6,8 @@ import HTTPServer
 import KakinCore
 import KakinExternal
 import KakinService
+import KakinStorage
+import KakinSystem
 import Synchronization
 
 /// Local mode, the newcomer's first run: SQLite, the demo catalog, and the App Store simulator mounted
@@ -133,10 +135,25 @@ final class LocalMode: Sendable {
             baseURL: "http://127.0.0.1:\(runtime.port)/simulator"))
         try attachApple2026(port: runtime.port)
         attachGooglePlay(port: runtime.port)
+        await recordStampClock()
     }
 
-    /// Saves the simulator's state for the next run.
+    /// Kakin stamps rows with the simulator's clock: the database records it (`StampClock`), so `kakin export` takes
+    /// its window from that clock. `stopped`: at shutdown, as simulated time does not pass while Kakin is down.
+    func recordStampClock(stopped: Bool = false) async {
+        guard let app = kakin.app else { return }
+        let reading = StampClock(simulatedMs: simulator.clock.nowMs(), wallMs: SystemClock().nowMs(),
+                                 rate: stopped ? 0 : simulator.clock.timeRate)
+        do {
+            try await app.store.recordStampClock(reading)
+        } catch {
+            logger.warning("the simulated clock was not recorded for kakin export", ["error.detail": .string(error.message)])
+        }
+    }
+
+    /// Records the stopped clock and saves the simulator's state for the next run.
     func stop() async {
+        await recordStampClock(stopped: true)
         savePlaySimulator()
         guard let stateFile else { return }
         do {

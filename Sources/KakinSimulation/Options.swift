@@ -52,9 +52,6 @@ public struct FaultSet: OptionSet, Sendable, Hashable {
 
 /// One run's shape. The seed decides everything else.
 public struct SimulationOptions: Sendable {
-    public static let customersMax = 100_000
-    public static let daysMax = 3_650
-
     public var seed: UInt64
     public var customers: Int
     public var days: Int

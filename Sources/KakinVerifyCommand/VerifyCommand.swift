@@ -204,8 +204,6 @@ extension VerifyCommand {
         let output: Int32
         let errorOutput: Int32
 
-        /// Longest line verified; longer lines answer `invalid_format` without being buffered.
-        static let lineBytesMax = 64 * 1024
         /// Bytes asked of each read(2).
         static let readBytes = 1 << 20
         /// Lines handed to one worker at a time.
@@ -344,7 +342,6 @@ extension VerifyCommand {
 
         private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
     }
-
 
     /// A small whole file, or nil.
     static func readFile(_ path: String, bytesMax: Int) -> [UInt8]? {

@@ -33,7 +33,7 @@ struct ExpectedFailure: Error, Equatable {
     let id: Int
 }
 
-@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresWriteAndReadTests {
+@Suite(.postgreSQL) struct PostgresWriteAndReadTests {
     @Test func writeThenReadReturnsTheRow() async throws {
         try await withPostgres { db in
             try await db.write { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v BIGINT NOT NULL)", []) }
@@ -98,7 +98,7 @@ struct ExpectedFailure: Error, Equatable {
     }
 }
 
-@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresGroupCommitTests {
+@Suite(.postgreSQL) struct PostgresGroupCommitTests {
     @Test func concurrentWritesAllCommitAndShareTransactions() async throws {
         try await withPostgres { db in
             try await db.write { try $0.execute("CREATE TABLE t (n BIGINT PRIMARY KEY)", []) }
@@ -156,7 +156,7 @@ struct ExpectedFailure: Error, Equatable {
 }
 
 /// Several `PostgresDatabase`s on one schema are several Kakin processes on one database.
-@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresAcrossProcessesTests {
+@Suite(.postgreSQL) struct PostgresAcrossProcessesTests {
     @Test func exactlyOneOf64ClaimsOfAKeyFromThreeProcessesWins() async throws {
         try await withPostgres(count: 3) { dbs, _ in
             try await dbs[0].write { try $0.execute("CREATE TABLE claims (k TEXT PRIMARY KEY, by BIGINT NOT NULL)", []) }
@@ -220,7 +220,7 @@ struct ExpectedFailure: Error, Equatable {
     }
 }
 
-@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresMigrationTests {
+@Suite(.postgreSQL) struct PostgresMigrationTests {
     @Test func postgresqlFormIsRunWhenGivenAndPortableSQLOtherwise() async throws {
         try await withPostgres { db in
             try await db.migrate([
@@ -254,7 +254,7 @@ struct ExpectedFailure: Error, Equatable {
     }
 }
 
-@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresBodyRulesTests {
+@Suite(.postgreSQL) struct PostgresBodyRulesTests {
     @Test func bodiesCannotControlTheSharedTransaction() async throws {
         try await withPostgres { db in
             for statement in ["COMMIT", "begin", "ROLLBACK", "SAVEPOINT x", "RELEASE SAVEPOINT x", "  /* c */ END", "PREPARE TRANSACTION 'x'"] {
@@ -339,7 +339,7 @@ struct ExpectedFailure: Error, Equatable {
     }
 }
 
-@Suite(.enabled(if: TestPostgres.isAvailable)) struct PostgresConnectionFailureTests {
+@Suite(.postgreSQL) struct PostgresConnectionFailureTests {
     @Test func unreachableServerFailsFastAsUnavailable() async throws {
         let db = try PostgresDatabase(url: "postgresql://kakin@127.0.0.1:1/kakin", options: .init(connectTimeoutSeconds: 2))
         await #expect { try await db.write { try $0.execute("SELECT 1", []) } } throws: { ($0 as? SQLError)?.kind == .unavailable }

@@ -29,7 +29,7 @@ struct Apple2026EndToEndTests {
             let bought = try await sk.buy("u1", "premium.monthly")
             let otid = try #require(bought["originalTransactionId"]?.stringValue)
             try await sk.advance(days: 10)   // past the free week: a paid month
-            let cancel = try await sk.action(otid, "disableAutoRenew")
+            let cancel = try await sk.action(otid, "disableAutoRenew", ["acceptRetentionOffer": true])
             #expect(cancel["outcome"] == "offerPending", "\(cancel)")
             #expect(cancel["retentionMessage"]?["outcome"] == "promotionalOffer", "\(cancel)")
             #expect(cancel["retentionMessage"]?["offerIdentifier"] == "promo.3m.half")
@@ -50,6 +50,28 @@ struct Apple2026EndToEndTests {
             #expect(again["outcome"] == "autoRenewDisabled", "\(again)")
             #expect(again["retentionMessage"]?["outcome"] == "none", "\(again)")
             #expect(try await sk.subscription("u1")["willAutoRenew"] == false)
+        }
+    }
+
+    /// Cancelling means cancelling: Kakin is asked and answers its offer (recorded on both sides), the simulated
+    /// customer declines by default, auto-renew goes off and the subscription lapses at its end.
+    @Test func aCustomerWhoCancelsDeclinesTheOfferedPromotionByDefaultAndLapses() async throws {
+        try await SimulatedKakin.with(offerRules: Self.offerRules, apple2026: Self.demo) { sk in
+            let bought = try await sk.buy("u1", "premium.monthly")
+            let otid = try #require(bought["originalTransactionId"]?.stringValue)
+            try await sk.advance(days: 10)
+            let cancel = try await sk.action(otid, "disableAutoRenew")
+            #expect(cancel["outcome"] == "autoRenewDisabled", "\(cancel)")
+            #expect(cancel["retentionMessage"]?["outcome"] == "promotionalOffer", "\(cancel)")
+            #expect(cancel["retentionMessage"]?["offerIdentifier"] == "promo.3m.half")
+            #expect(cancel["retentionMessage"]?["cancelled"] == true)
+            let timeline = await sk.kakin("GET", "/v1/admin/customers/u1/events").json
+            #expect("\(timeline)".contains("retention.answered"))
+            let sub = try await sk.subscription("u1")
+            #expect(sub["willAutoRenew"] == false && sub["pendingOffer"] == .null, "\(sub)")
+            try await sk.advance(days: 40)
+            #expect(try await sk.status("u1")["status"] == "inactive")
+            #expect(try await sk.subscription("u1")["state"] == "expired")
         }
     }
 

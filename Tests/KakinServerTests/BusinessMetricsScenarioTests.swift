@@ -95,8 +95,7 @@ import Testing
     }
 
     /// The same months on PostgreSQL (when the test run has a cluster): the same numbers from the other engine.
-    @Test func theSameMonthsOnPostgreSQL() async throws {
-        guard TestPostgres.isAvailable else { return }
+    @Test(.postgreSQL) func theSameMonthsOnPostgreSQL() async throws {
         try await TestPostgres.withSchema { schema in try await Self.run(database: .postgresql(url: schema.url)) }
     }
 

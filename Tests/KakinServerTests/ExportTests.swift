@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import KakinCore
 import KakinStorage
 @testable import KakinServer
@@ -19,6 +20,53 @@ import Testing
         case .ledger: return row["entryId"]?.stringValue ?? ""
         case .events: return row["eventId"]?.stringValue ?? ""
         case .customers: return row["customerId"]?.stringValue ?? ""
+        }
+    }
+
+    /// Without `--until` the window ends 5 s of real time ago on the clock the rows were stamped with: the wall clock, or
+    /// the simulated clock local mode records (standing still: its now; running at a rate: 5 s × rate ago).
+    @Test func theDefaultWindowEndsOnTheClockTheRowsWereStampedWith() {
+        let wall: Int64 = 1_800_000_000_000
+        #expect(Exporter.defaultUntilMs(stampClock: nil, wallNowMs: wall) == wall - 5_000)
+        let ahead = Timestamp.parseRFC3339("2027-03-01T00:00:00Z")!
+        #expect(Exporter.defaultUntilMs(stampClock: StampClock(simulatedMs: ahead, wallMs: wall - 60_000, rate: 0), wallNowMs: wall) == ahead)
+        #expect(Exporter.defaultUntilMs(stampClock: StampClock(simulatedMs: ahead, wallMs: wall - 60_000, rate: 720), wallNowMs: wall)
+                == ahead + 55_000 * 720)
+        // Recorded just now (a clock move): never before the reading.
+        #expect(Exporter.defaultUntilMs(stampClock: StampClock(simulatedMs: ahead, wallMs: wall, rate: 720), wallNowMs: wall) == ahead)
+    }
+
+    /// Local mode records the simulated clock at start and after every move; an export without `--until` after a move of
+    /// 45 days has every row of every table, and one `--since` it after more activity and a move has exactly the new rows.
+    @Test func inLocalModeTheDefaultWindowHasEveryRowWrittenBeforeTheLastClockMove() async throws {
+        try await SimulatedKakin.with { k in
+            // The clock moved as `kakin serve` moves it: through local mode's mount of the simulator.
+            func advance(days: Int64) async {
+                let request = HTTPRequest(method: "POST", path: "/simulator/v1/clock", rawPath: "/simulator/v1/clock", queryItems: [],
+                                          headers: HTTPHeaders(), body: JSONValue.object(["advanceSeconds": .int(days * 86_400)]).serialized(),
+                                          requestId: "test", remoteAddress: nil)
+                #expect(await k.local.simulatorCall(request).status == 200)
+            }
+            for c in ["u1", "u2"] { try await k.buy(c, "coins.100") }
+            try await k.buy("u1", "premium.monthly")
+            await advance(days: 45)
+            let clock = try #require(try await k.app.store.stampClock())
+            #expect(clock.simulatedMs == k.nowMs && clock.rate == 0)
+            let dir = k.directory.appendingPathComponent("export")
+            let until1 = Exporter.defaultUntilMs(stampClock: clock, wallNowMs: Int64(Date().timeIntervalSince1970 * 1000))
+            let first = try await Exporter.export(store: k.app.store, directory: dir.path, sinceMs: 0, untilMs: until1, format: .jsonl)
+            for table in ExportTable.allCases {
+                let rows = try await k.app.store.exportPage(table, sinceMs: 0, untilMs: .max, afterKey: nil, limit: KakinStore.exportPageRowsMax)
+                #expect(first["files"]?[table.rawValue]?["rows"]?.int64Value == Int64(rows.count), "\(table)")
+            }
+            // Written at the simulated now: in the run after the next clock move, not lost and not twice.
+            try await k.buy("u3", "coins.500")
+            await advance(days: 1)
+            let until2 = Exporter.defaultUntilMs(stampClock: try await k.app.store.stampClock(), wallNowMs: Int64(Date().timeIntervalSince1970 * 1000))
+            let second = try await Exporter.export(store: k.app.store, directory: dir.path, sinceMs: until1, untilMs: until2, format: .jsonl)
+            #expect(second["files"]?["customers"]?["rows"] == 1)
+            #expect(second["files"]?["ledger"]?["rows"] == 1)
+            #expect(second["files"]?["transactions"]?["rows"] == 1)
         }
     }
 

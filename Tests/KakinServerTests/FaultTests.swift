@@ -168,22 +168,30 @@ import Testing
         let database = try SQLiteDatabase(path: dir.appendingPathComponent("kakin.db").path, options: options)
         let store = KakinStore(database: database, ids: RandomIDGenerator(), clock: SystemClock())
         try await store.migrate()
-        // The writer thread is busy with one slow body; one more fits the queue; the rest are refused.
-        let slow = Task { try await database.write { _ in usleep(500_000) } }
-        try await Task.sleep(for: .milliseconds(100))
-        let errors = await withTaskGroup(of: KakinError?.self) { group in
-            for i in 0..<6 {
-                group.addTask {
-                    do throws(KakinError) {
-                        _ = try await store.transaction { r in try r.ensureCustomer("queued\(i)") }
-                        return nil
-                    } catch { return error }
+        // The writer thread is held inside one body (until the gate opens); one more fits the queue; the rest are refused.
+        let gate = DispatchSemaphore(value: 0)
+        let holding = Atomic<Bool>(false)
+        let slow = Task { try await database.write { _ in holding.store(true, ordering: .relaxed); gate.wait() } }
+        #expect(try await eventually { holding.load(ordering: .relaxed) }, "the writer never took the held body")
+        let refusals = Counter()
+        let attempts = (0..<6).map { i in
+            Task { () -> KakinError? in
+                do throws(KakinError) {
+                    _ = try await store.transaction { r in try r.ensureCustomer("queued\(i)") }
+                    return nil
+                } catch {
+                    refusals.increment()
+                    return error
                 }
             }
-            return await group.reduce(into: [KakinError]()) { if let e = $1 { $0.append(e) } }
         }
+        // Refusals answer at once; the queued one waits for the writer: five of six are refused while it is held.
+        #expect(try await eventually { refusals.value >= 5 }, "\(refusals.value) refused")
+        gate.signal()
         _ = try await slow.value
-        #expect(errors.count >= 4)
+        var errors: [KakinError] = []
+        for attempt in attempts { if let e = await attempt.value { errors.append(e) } }
+        #expect(errors.count == 5)
         for e in errors {
             #expect(e.kind == .serviceUnavailable)
             let response = HTTPResponse.error(e, requestId: "req_1")
@@ -210,8 +218,15 @@ import Testing
             return recv(fd, &byte, 1, 0) > 0
         }
         #expect(!answered)
-        _ = try await blockingSocket(port: port) { fd in Self.sendAll(fd, Array(head.utf8) + body.prefix(body.count / 2)) }
-        try await Task.sleep(for: .milliseconds(200))
+        // The server is done with each request it read (answered or cut off) when none is in flight: the hang-up comes
+        // once the server holds the half-read request, and the checks below once it has let it go.
+        let server = k.runtime.server
+        #expect(try await eventually { server.inFlightCount == 0 })
+        _ = try await blockingSocket(port: port) { fd in
+            Self.sendAll(fd, Array(head.utf8) + body.prefix(body.count / 2))
+            while server.inFlightCount == 0 { usleep(1_000) }
+        }
+        #expect(try await eventually { server.inFlightCount == 0 }, "the cut-off request is still in flight")
         #expect(try await k.wallet("cut") == WalletBalance(paid: 0, free: 0))
         #expect(try await k.request("GET", "/v1/customers/cut/wallet/ledger").json["entries"]?.arrayValue?.count == 0)
         // The same key with the whole body is a first-time grant.

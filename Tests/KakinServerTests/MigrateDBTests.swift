@@ -8,7 +8,7 @@ import KakinSystem
 import KakinTestPostgres
 import Testing
 
-@Suite(.enabled(if: TestPostgres.isAvailable)) struct MigrateDBTests {
+@Suite(.postgreSQL) struct MigrateDBTests {
     /// A SQLite deployment with purchases, spends, grants and a notification moves to PostgreSQL whole: the
     /// same balances and ledgers, both ledger checks pass, and the ledger continues in order afterwards.
     @Test func migrateDBCopiesASQLiteDeploymentIntoPostgreSQL() async throws {

@@ -10,7 +10,7 @@ import Testing
 /// Three `kakin serve` processes on one PostgreSQL database, as behind a load balancer: every guarantee of
 /// one process still holds when requests for the same customer land on different processes at once.
 /// One test at a time: each runs three servers, and the rest of the suite shares the machine.
-@Suite(.serialized, .enabled(if: TestPostgres.isAvailable)) struct MultiProcessTests {
+@Suite(.serialized, .postgreSQL) struct MultiProcessTests {
     static let processes = 3
 
     @Test func oneTransactionPostedSixtyFourTimesAcrossThreeProcessesIsCreditedOnce() async throws {

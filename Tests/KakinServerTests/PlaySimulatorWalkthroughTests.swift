@@ -9,21 +9,11 @@ import Testing
 /// The Play simulator README's curl walkthrough, run exactly as written (bash, curl, jq) against `kakin serve` in
 /// local mode — the binary this test run built — with only the port changed; its output must be the README's.
 @Suite(.serialized) struct PlaySimulatorWalkthroughTests {
-    static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Sources/GooglePlaySimulator/README.md")
+    static let readme = "Sources/GooglePlaySimulator/README.md"
 
-    /// The first ```sh block after `heading`, and the first ```text block after that.
+    /// The first ```sh block after `heading`, and the first ```text block after it (`ReadmeWalkthroughs.block`).
     static func blocks(after heading: String) throws -> (script: String, printed: String) {
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        let section = try #require(text.range(of: heading)).upperBound
-        func block(_ fence: String, from start: String.Index) throws -> (String, String.Index) {
-            let open = try #require(text.range(of: "```" + fence + "\n", range: start..<text.endIndex))
-            let close = try #require(text.range(of: "\n```", range: open.upperBound..<text.endIndex))
-            return (String(text[open.upperBound..<close.lowerBound]), close.upperBound)
-        }
-        let (script, end) = try block("sh", from: section)
-        let (printed, _) = try block("text", from: end)
-        return (script, printed)
+        (try ReadmeWalkthroughs.block(readme, after: heading, language: "sh"), try ReadmeWalkthroughs.block(readme, after: heading, language: "text"))
     }
 
     @Test func theReadmeWalkthroughPrintsWhatTheReadmeSays() async throws {

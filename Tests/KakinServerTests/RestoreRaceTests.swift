@@ -28,7 +28,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: TestPostgres.isAvailable))
+    @Test(.postgreSQL)
     func aRestoreRacingAClaimOnPostgreSQLFromAnotherProcessEndsWithOneOwnerAndNothingForTheOther() async throws {
         try await TestPostgres.withSchema { schema in
             try await SimulatedKakin.with(catalog: try Catalog(contractJSON: Self.catalogJSON), database: .postgresql(url: schema.url)) { k in

@@ -68,7 +68,7 @@ import Testing
 
             // App Store Server API calls are counted, and the order lookup was one.
             let metrics = await admin.get("/metrics").text
-            #expect(metrics.contains("kakin_appstore_api_requests_total{endpoint=\"GET /simulator/inApps/v1/lookup/{id}\",result=\"ok\"}"))
+            #expect(metrics.contains("kakin_store_api_requests_total{store=\"appStore\",endpoint=\"GET /simulator/inApps/v1/lookup/{id}\",result=\"ok\"}"))
             #expect(metrics.contains("kakin_http_requests_total{method=\"POST\",route=\"/v1/customers/{customerId}/transactions\",status=\"403\"} 1"))
             #expect(metrics.contains("kakin_db_commit_batch_size_bucket{le=\"+Inf\"}"))
             #expect(metrics.contains("kakin_notification_inbox{state=\"received\"} 0"))

@@ -38,8 +38,7 @@ import Testing
         #expect(r.steps == 20)
     }
 
-    @Test func postgresqlToo() async throws {
-        guard TestPostgres.isAvailable else { return }
+    @Test(.postgreSQL) func postgresqlToo() async throws {
         try await TestPostgres.withSchema { schema in
             let r = try await Simulation.run(Self.small(4, database: schema.url))
             #expect(r.failure == nil, "\(r.failure.map(String.init(describing:)) ?? "")")

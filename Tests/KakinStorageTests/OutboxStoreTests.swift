@@ -195,8 +195,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
 
     /// PostgreSQL assigns positions when rows are inserted, not when they commit: while an earlier transaction is still
     /// open, a later one's committed events stay out of the feed, so no cursor can pass the earlier one's events.
-    @Test func onPostgreSQLAnOpenTransactionHoldsBackLaterCommitsSoNoEventIsSkipped() async throws {
-        guard TestPostgres.isAvailable else { return }
+    @Test(.postgreSQL) func onPostgreSQLAnOpenTransactionHoldsBackLaterCommitsSoNoEventIsSkipped() async throws {
         try await withDatabases(.postgresql, count: 2) { databases async throws in
             let (slow, fast) = (databases[0], databases[1])
             let store = KakinStore(database: fast, ids: CountingIDs(), clock: TestClock())

@@ -27,10 +27,6 @@ struct ASN1Reader {
     let depth: Int
     private var count = 0
 
-    static let depthMax = 6
-    /// Elements one reader hands out (a receipt's attributes, an in-app purchase's fields).
-    static let elementsMax = 20_000
-
     init(_ bytes: [UInt8], range: Range<Int>? = nil, depth: Int = 0) {
         self.bytes = bytes
         let r = range ?? 0..<bytes.count

@@ -78,14 +78,6 @@ public struct AppReceipt: Sendable, Hashable {
 
     // MARK: Bounds
 
-    /// A receipt's DER size. A subscriber of many years has a receipt of a few hundred KiB (every renewal
-    /// is an `in_app` entry).
-    public static let derBytesMax = 768 * 1024
-    public static let inAppMax = 5_000
-    /// Transaction IDs are decimal strings.
-    public static let transactionIdLengthMax = 32
-    public static let stringBytesMax = 1024
-
     // MARK: Reading
 
     /// Reads a base64 receipt as the app sends it (whitespace ignored). No signature check.

@@ -5,10 +5,6 @@ import KakinCrypto
 /// In-App Purchase key (`.p8`), and checked by Kakin's App Store simulator the way Apple checks them.
 public enum AppStoreServerAPIToken {
     public static let audience = "appstoreconnect-v1"
-    /// Apple refuses tokens whose `exp` is more than 60 minutes after `iat` (or after now).
-    public static let lifetimeSecondsMax: Int64 = 3600
-    /// Tolerated clock difference for an `iat` ahead of the verifier's clock.
-    public static let clockSkewSecondsMax: Int64 = 60
 
     /// Creates `{"alg":"ES256","kid":…,"typ":"JWT"}.{"iss","iat","exp","aud","bid"}` signed by `key`.
     /// - Parameters:
@@ -73,9 +69,6 @@ public struct AppStoreServerAPITokenVerifier: Sendable {
         self.keys = keys
         self.bundleId = bundleId
     }
-
-    /// Largest token accepted, in bytes.
-    static let tokenBytesMax = 8 * 1024
 
     public func verify(_ token: String, nowSeconds: Int64) throws(APITokenFailure) -> APITokenClaims {
         let bytes = Array(token.utf8)

@@ -95,8 +95,6 @@ public struct SignedRequestVerifier: Sendable {
         self.bundleId = bundleId
     }
 
-    static let jwsBytesMax = 8 * 1024
-
     public func verify(_ jws: String, audience: SignedRequestJWS.Audience) throws(SignedRequestFailure) -> VerifiedSignedRequest {
         let bytes = Array(jws.utf8)
         guard bytes.count <= Self.jwsBytesMax else { throw SignedRequestFailure(.malformed) }

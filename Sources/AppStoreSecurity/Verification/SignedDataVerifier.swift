@@ -32,11 +32,6 @@ public final class SignedDataVerifier: Sendable {
     /// Key: the raw header segment. Only headers whose chain verified are kept.
     private let headers: Mutex<LRUCache<ByteKey, VerifiedChain>>
 
-    /// Largest JWS accepted, in bytes (real ones are 3–10 KiB; a notification with nested JWS ~15 KiB).
-    public static let jwsBytesMax = 256 * 1024
-    /// JSON nesting allowed in headers and payloads.
-    static let jsonDepthMax = 16
-
     /// - Parameters:
     ///   - trustedRoots: DER root certificates; chains must end in one of them.
     ///   - apps: the apps (bundle ID, App Apple ID, environments) whose data is accepted; a payload

@@ -231,14 +231,27 @@ extension AppStoreSimulator {
 
     // MARK: The cancel flow's Get Retention Message
 
+    /// Whether the simulated customer takes an offer shown at cancel: no by default (a customer who taps Cancel
+    /// mostly goes on cancelling, and the action keeps meaning what its name says); `"acceptRetentionOffer": true`
+    /// takes it. `declineRetentionOffer` (the older spelling) is accepted: `true` is the default, `false` alone
+    /// accepts; both keys saying opposite things is refused.
+    static func acceptsRetentionOffer(_ body: JSONValue) throws(KakinError) -> Bool {
+        let accept = try body.optionalBool("acceptRetentionOffer")
+        let decline = try body.optionalBool("declineRetentionOffer")
+        if let accept, let decline, accept == decline {
+            throw KakinError(.invalidField, "acceptRetentionOffer and declineRetentionOffer disagree: give one of them.")
+        }
+        return accept ?? decline.map { !$0 } ?? false
+    }
+
     /// `disableAutoRenew` with a realtime URL configured: the App Store asks the app's Get Retention Message
     /// endpoint first (a `RealtimeRequestBody` signed by the simulator's CA like its other payloads), within
-    /// `retentionTimeoutMs`, then applies the answer: a promotional offer is redeemed (it becomes the pending
-    /// offer in renewal info, exactly as `applyPromotionalOffer`; the subscription is not cancelled) unless
-    /// `declineRetentionOffer`; a message or a switch-plan suggestion is recorded and the cancellation goes
-    /// on; no answer, a timeout or an unusable answer means the cancellation goes on. Without a URL it is the
-    /// plain `disableAutoRenew`.
-    func disableAutoRenewAskingRetention(otid: String, userLocale: String?, declineOffer: Bool) async throws(KakinError) -> JSONValue {
+    /// `retentionTimeoutMs`, and records the answer. The customer declines by default and the cancellation goes
+    /// on; with `acceptOffer` a promotional offer is redeemed (it becomes the pending offer in renewal info,
+    /// exactly as `applyPromotionalOffer`; the subscription is not cancelled). A message or a switch-plan
+    /// suggestion is recorded and the cancellation goes on; no answer, a timeout or an unusable answer means the
+    /// cancellation goes on. Without a URL it is the plain `disableAutoRenew`.
+    func disableAutoRenewAskingRetention(otid: String, userLocale: String?, acceptOffer: Bool) async throws(KakinError) -> JSONValue {
         let locale = userLocale ?? "en-US"
         guard SimulatorState.isLocale(locale) else { throw KakinError(.invalidField, "userLocale must be a BCP 47 locale such as en-US.") }
         await gate.acquire()
@@ -276,7 +289,7 @@ extension AppStoreSimulator {
                     call!.outcome = "promotionalOffer"
                     call!.offerIdentifier = claims.offerId
                     call!.messageIdentifier = m
-                    if !declineOffer {
+                    if acceptOffer {
                         do throws(KakinError) {
                             outcome = try e.applyPromotionalOffer(otid, offerId: claims.offerId, productId: claims.productId)
                             call!.cancelled = false

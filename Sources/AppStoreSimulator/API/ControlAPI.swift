@@ -190,12 +190,14 @@ extension AppStoreSimulator {
 
     func subscriptionAction(_ request: HTTPRequest, otid: String) async throws(KakinError) -> HTTPResponse {
         let body = try Self.bodyObject(request, allowed: ["action", "productId", "offerId", "revocationReason", "revocationPercentage",
-                                                          "reason", "price", "consentRequired", "userLocale", "declineRetentionOffer"])
+                                                          "reason", "price", "consentRequired", "userLocale", "acceptRetentionOffer",
+                                                          "declineRetentionOffer"])
         let action = try body.requiredString("action")
         if action == "disableAutoRenew" {
-            // The cancel flow: the app's Get Retention Message endpoint is asked first when a realtime URL is set.
+            // The cancel flow: the app's Get Retention Message endpoint is asked first when a realtime URL is set; the
+            // customer declines an offered promotional offer unless `acceptRetentionOffer` (`declineRetentionOffer`: the default).
             return Self.json(try await disableAutoRenewAskingRetention(otid: otid, userLocale: try body.optionalString("userLocale", max: 35),
-                                                                       declineOffer: try body.optionalBool("declineRetentionOffer") ?? false))
+                                                                       acceptOffer: try Self.acceptsRetentionOffer(body)))
         }
         let productId = try body.optionalString("productId")
         let offerId = try body.optionalString("offerId")

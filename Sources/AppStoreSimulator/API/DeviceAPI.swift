@@ -11,8 +11,6 @@ import KakinCore
 /// StoreKit's `AppTransaction.shared` tells a device signed in to that account (one per account and app, made
 /// on first use like the app's download), so the app can name a customer who never bought.
 extension AppStoreSimulator {
-    static let accountPageLimitMax = 500
-
     func accounts(_ request: HTTPRequest, _ s: [String]) async -> HTTPResponse {
         if let response = await apple2026Account(request, s) { return response }
         guard s.count == 2, s[1] == "transactions" || s[1] == "app-transaction" else { return Self.failure(KakinError(.routeNotFound), request) }

@@ -8,8 +8,6 @@ import KakinCrypto
 ///   hand the app of that Apple account, signed so that it verifies against `ca.der`;
 /// - `GET /simulator/v1/consumption?transactionId=…&limit=N`: what Send Consumption Information delivered.
 extension AppStoreSimulator {
-    static let consumptionListMax = 1000
-
     func receiptAndConsumptionRoute(_ request: HTTPRequest, _ s: [String]) throws(KakinError) -> HTTPResponse? {
         if Self.match(s, "receipt") != nil {
             guard request.method == "GET" else { return Self.methodNotAllowed(request) }

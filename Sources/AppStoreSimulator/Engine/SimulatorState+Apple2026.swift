@@ -41,9 +41,6 @@ struct RetentionMessagingStore: Codable, Sendable, Equatable {
     var defaults: [String: String] = [:]
     var calls: [Call] = []
 
-    static let messagesMax = 2_000
-    static let imagesMax = 2_000
-    static let callsMax = 10_000
 }
 
 extension SimulatorState {

@@ -3,8 +3,6 @@ import KakinCore
 /// Extend a Subscription Renewal Date and its mass version (§6.8): the current transaction's `expiresDate`
 /// moves by whole days (the simulator keeps days as days; Apple's sandbox turns them into minutes).
 extension SimulatorState {
-    static let extensionsPerYearMax = 2
-
     struct ExtendRequest: Sendable, Equatable {
         var extendByDays: Int
         var extendReasonCode: Int

@@ -55,9 +55,6 @@ struct ExternalPurchaseStore: Codable, Sendable, Equatable {
 }
 
 extension SimulatorState {
-    static let externalTokensMax = 50_000
-    static let externalReportsMax = 200_000
-    static let lineItemsPerReportMax = 1_000
     /// Custom link tokens expire an hour after creation (Apple's sandbox; production's span is undocumented).
     static let customLinkTokenLifetimeMs: Int64 = hourMs
     /// Apple notifies UNREPORTED 10 days after creating a token without an expiration date…

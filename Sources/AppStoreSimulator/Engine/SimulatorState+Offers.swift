@@ -32,9 +32,6 @@ extension SimulatorState {
     /// A signed offer or eligibility is honoured within 24 hours of its signing time, either way: the simulator's
     /// clock may stand still (time rate 0) while a backend outside signs on real time.
     static let offerSignatureWindowMs: Int64 = 24 * hourMs
-    /// Nonces are remembered while their signatures could still be used; past this many the oldest usable
-    /// ones would have to be forgotten, so further signed purchases are refused instead.
-    static let offerNoncesMax = 100_000
 
     /// The catalog offer a purchase names, or `invalidOfferIdentifier` as StoreKit would say.
     func catalogOffer(_ choice: OfferChoice, of product: Product) throws(KakinError) -> SubscriptionOffer? {

@@ -56,13 +56,6 @@ struct SimulatorState: Sendable {
 
     static let dayMs: Int64 = 86_400_000
     static let hourMs: Int64 = 3_600_000
-    /// Bounds: the simulator refuses new purchases past these (renewals of existing subscriptions go on).
-    static let transactionsMax = 200_000
-    static let subscriptionsMax = 50_000
-    /// Past this, the oldest settled notifications are forgotten (Apple keeps 30 days of sandbox history).
-    static let notificationsMax = 200_000
-    static let consumptionRecordsMax = 10_000
-    static let extensionRequestsMax = 10_000
     /// Apple's production schedule: retries 1, 12, 24, 48 and 72 hours after the previous attempt.
     static let retryDelaysMs: [Int64] = [1, 12, 24, 48, 72].map { $0 * hourMs }
     /// A gap up to this long keeps `recentSubscriptionStartDate` (Apple: 60 days).

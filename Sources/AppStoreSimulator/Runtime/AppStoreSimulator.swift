@@ -33,11 +33,6 @@ public final class AppStoreSimulator: Sendable {
     /// How Get Retention Message calls are made (API/Apple2026API.swift).
     let retentionTransport = Mutex<any RetentionMessageTransport>(HTTPRetentionMessageTransport())
 
-    /// How many notifications are sent at once when many fall due together.
-    static let deliveryConcurrencyMax = 8
-    /// The longest single clock move: ten years.
-    static let advanceSecondsMax: Int64 = 10 * 366 * 86_400
-
     struct Core: Sendable {
         var engine: SimulatorState
         var authority: SigningCertificateAuthority

@@ -15,9 +15,6 @@ public final class SimulatedClock: Clock, Sendable {
     private let anchor: Mutex<Anchor>
     private let wall: any Clock
 
-    /// The largest time rate accepted: one simulated year per real minute.
-    public static let timeRateMax: Double = 525_600
-
     /// - Parameters:
     ///   - startMs: the simulated time to start at.
     ///   - timeRate: simulated seconds per real second; 0 (the default) stops time between advances.

@@ -6,8 +6,6 @@ import KakinCore
 /// saving, so a scenario can be replayed. It holds private keys: treat it as a secret.
 struct SimulatorStateFile: Codable, Sendable {
     static let currentFormat = "kakin-simulator-state-1"
-    /// Largest state file accepted.
-    static let bytesMax = 256 * 1024 * 1024
 
     var format: String
     var configuration: ConfigurationRecord

@@ -21,14 +21,8 @@ struct PlayEngine: Sendable, Codable {
     static let acknowledgementWindowMs: Int64 = 3 * 86_400_000
     /// A token answers 410 this long after its purchase ended.
     static let tokenLifetimeAfterEndMs: Int64 = 60 * 86_400_000
-    /// Bounds: purchases kept (new ones refused past it), notifications kept (the oldest settled ones dropped).
-    static let purchasesMax = 100_000
-    static let notificationsMax = 100_000
-    /// Push attempts per message before the simulator gives up (Pub/Sub would retry for its 7-day retention).
-    static let pushAttemptsMax = 12
     /// Pub/Sub's push backoff: 10 s doubling to at most 600 s.
     static let pushBackoffMsMin: Int64 = 10_000
-    static let pushBackoffMsMax: Int64 = 600_000
 
     init(config: PlaySimulatorConfiguration, startMs: Int64) {
         self.config = config

@@ -21,10 +21,6 @@ public final class GooglePlaySimulator: Sendable {
     let core: Mutex<Core>
     let push: Mutex<PushSettings>
 
-    /// How many pushes are sent at once.
-    static let pushConcurrencyMax = 8
-    /// Access tokens kept (expired ones are dropped first, then the oldest).
-    static let accessTokensMax = 10_000
     static let accessTokenLifetimeSeconds: Int64 = 3600
 
     struct Core: Sendable {

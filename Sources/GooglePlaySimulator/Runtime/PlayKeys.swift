@@ -60,8 +60,6 @@ struct PlayKeys: Sendable, Codable {
 /// The simulator's state file: the engine (catalog, clock time, purchases, orders, voided purchases, RTDN log) and keys.
 struct PlayStateFile: Codable {
     static let currentFormat = "kakin-play-simulator-1"
-    /// Largest state file read.
-    static let bytesMax = 256 * 1024 * 1024
 
     var format = currentFormat
     var engine: PlayEngine

@@ -11,8 +11,6 @@ extension SupportDesk {
     static let sessionCookie = "kakin_admin"
     /// Double-submit token of the sign-in form (there is no session yet to hold one).
     static let signInCookie = "kakin_admin_signin"
-    static let actorNameLengthMax = 64
-    static let keyLengthMax = 4096
 
     public var isOpen: Bool { settings.adminKeyHashes == nil }
 

@@ -7,9 +7,6 @@ import Synchronization
 /// the database (a bounded buffer, flushed in one write by a background loop and before every lookup), and
 /// the table keeps the newest `rowsMax` errors of the last `keepForMs`.
 public final class RecentErrorLog: Sendable {
-    /// Errors waiting in memory; beyond it new ones are dropped (and counted).
-    public static let bufferMax = 1_000
-    public static let rowsMax = 100_000
     public static let keepForMs: Int64 = 30 * 86_400_000
     /// Pruning reads an index: at most this often.
     static let pruneEveryMs: Int64 = 60_000

@@ -19,8 +19,6 @@ public enum SearchTarget: Sendable, Hashable {
 }
 
 public enum SearchQuery {
-    public static let lengthMax = 256
-
     /// The lookups a query asks for, most specific first. Empty for an empty or oversized query.
     public static func targets(_ raw: String) -> [SearchTarget] {
         // Forms may send a space as `+`; no ID this box looks up contains one.
@@ -52,7 +50,6 @@ public enum SearchQuery {
     }
 
     static func isDigits(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 24 && s.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
-
 
     /// Apple's order IDs are 10–12 capital letters and digits with at least one letter (case-insensitive here,
     /// since people retype them).

@@ -60,15 +60,9 @@ public final class SupportDesk: Sendable {
 
     /// Bounds of what one page or answer holds.
     enum Limits {
-        static let searchHitsMax = 50
-        static let customerTransactionsMax = 500
-        static let subscriptionItemsMax = 100
         static let timelinePage = 30
-        static let timelinePageMax = 200
         static let ledgerPage = 20
         static let notificationsPage = 50
-        static let notificationsPageMax = 200
-        static let replayAllMax = 1_000
         static let reportPageRows = 5_000
     }
 

@@ -47,8 +47,6 @@ enum ImportsPage {
 
 /// `/admin/imports/{id}`: one import's progress and its rejected rows (line, error, the row as read).
 enum ImportPage {
-    static let rejectsMax = 200
-
     static func render(session: AdminSession, status s: ImportStatus, rejects: [JSONValue]) -> HTML {
         let j = s.job
         var facts = [Fact("kind", j.kind + (j.dryRun ? " (dry run: nothing written)" : "")),

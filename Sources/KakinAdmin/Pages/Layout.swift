@@ -33,6 +33,14 @@ enum Layout {
         return HTTPResponse(status: 303, headers: headers)
     }
 
+    /// Every page of the desk but the search (the box) and the customer pages (from a search), in the bar on top of
+    /// each page; `DeskNavigationTests` checks each page route of the desk is here.
+    static let navigation: [(title: String, path: String)] = [
+        ("Notifications", "/admin/notifications?state=dead"), ("Unused balance", "/admin/reports/unused-balance"),
+        ("Webhooks", "/admin/webhooks"), ("Numbers", "/admin/metrics"), ("External reports", "/admin/external-purchase-reports"),
+        ("Consent", "/admin/consent-rescissions"), ("Imports", "/admin/imports"),
+    ]
+
     static func page(_ title: String, session: AdminSession?, query: String = "", notice: HTML = .empty, _ body: HTML) -> HTML {
         var who = HTML.empty
         if let session {
@@ -54,7 +62,7 @@ enum Layout {
             <input type="search" name="q" value="\(query)" placeholder="Customer, order, transaction, KKN-… request ID, token, process ID" \
             aria-label="Search" autocomplete="off" spellcheck="false">\
             <button type="submit">Search</button></form>
-            <nav><a href="/admin/notifications?state=dead">Notifications</a><a href="/admin/reports/unused-balance">Unused balance</a><a href="/admin/webhooks">Webhooks</a><a href="/admin/metrics">Numbers</a><a href="/admin/imports">Imports</a></nav>
+            <nav>\(navigation.map { link -> HTML in "<a href=\"\(link.path)\">\(link.title)</a>" } as [HTML])</nav>
             \(who)
             </header>
             """

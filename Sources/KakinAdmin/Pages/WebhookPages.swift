@@ -75,7 +75,7 @@ enum WebhooksPage {
 
 /// `/admin/webhooks/{id}`: the endpoint's deliveries, newest first, with their state, attempts and last answer, and a
 /// replay button on each (and one for every dead delivery).
-enum WebhookPage {
+public enum WebhookPage {
     static func render(session: AdminSession, endpoint e: WebhookSummary, state: WebhookDeliveryState?, rows: [WebhookDeliveryRow],
                        notice: HTML, nowMs: Int64) -> HTML {
         let all: HTML = "<a class=\"\(state == nil ? "on" : "")\" href=\"\(Link.webhook(e.id))\">all</a>"
@@ -126,14 +126,10 @@ enum WebhookPage {
             """)
     }
 
-    static let rowsMax = 100
-    static let replayDeadMax = 500
 }
 
 /// The customer page's list of the customer's events (the ones sent to webhooks and the feed), newest first.
 enum CustomerEventsSection {
-    static let rowsMax = 50
-
     static func render(customerId: String, events: [OutboxEventRow]) -> HTML {
         let rows = events.reversed().map { e -> HTML in
             """

@@ -140,8 +140,6 @@ extension SupportDesk {
         }
     }
 
-    static let csvLinesMax = 1_000_000
-
     /// The per-customer CSV in memory (header line first).
     public func unusedBalanceCSV(asOf: String) async throws(KakinError) -> [UInt8] {
         var out = Array((UnusedBalanceLine.csvHeader + "\n").utf8)
@@ -234,8 +232,7 @@ extension Array where Element == String {
 }
 
 /// An `application/x-www-form-urlencoded` body (forms post nothing else), bounded.
-struct FormFields {
-    static let bodyBytesMax = 64 * 1024
+public struct FormFields {
     var fields: [String: String] = [:]
 
     init(_ request: HTTPRequest) throws(KakinError) {

@@ -17,9 +17,6 @@ public struct StoreKitConfiguration: Sendable {
     /// `settings._renewalBillingIssuesEnabled`: renewals fail into billing retry.
     public var renewalBillingIssuesEnabled: Bool
 
-    /// Files bigger than this are refused: real ones are under 100 kB.
-    public static let fileBytesMax = 8 * 1024 * 1024
-
     public init(bytes: [UInt8]) throws(ConfigurationError) {
         guard bytes.count <= Self.fileBytesMax else { throw ConfigurationError("", "the .storekit file is larger than 8 MB") }
         let json: JSONValue

@@ -38,9 +38,6 @@ public struct RetentionMessagingConfig: Sendable, Hashable {
         self.defaultMessageId = defaultMessageId
     }
 
-    public static let rulesMax = 100
-    public static let productIdsMax = 100
-
     /// Checks the config against the catalog: each rule says something (a message, an offer or an alternate
     /// product), its products, offers and alternates exist, an alternate is an auto-renewable product, and
     /// message ids are UUIDs (Apple's `messageIdentifier`). `path` names the config key in errors.

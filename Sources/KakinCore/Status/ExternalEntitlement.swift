@@ -18,9 +18,6 @@ public struct ExternalEntitlement: Sendable, Hashable {
         case ended
     }
 
-    /// Characters of `source` and `id` at most (the generic source's limits are tighter).
-    public static let idLengthMax = 255
-
     /// `stripe`, `web`, … (never `appStore`).
     public var source: String
     /// The subscription's id (Stripe `sub_…`), or the one-time purchase's `externalId`.

@@ -30,9 +30,6 @@ public struct WalletPolicy: Sendable, Hashable {
 }
 
 public enum WalletRules {
-    /// Largest amount a single spend or grant may move (bounds every input).
-    public static let amountMax: Int64 = 100_000_000
-
     /// How a spend of `amount` splits between paid and free coins, or nil when the balance can't cover it.
     /// Negative parts of a balance (after a refund) count as zero.
     public static func split(amount: Int64, of balance: WalletBalance, order: SpendOrder) -> (paid: Int64, free: Int64)? {
@@ -76,8 +73,6 @@ public enum LedgerEntryKind: String, Sendable, CaseIterable {
 }
 
 public enum CustomerID {
-    public static let lengthMax = 128
-
     /// 1–128 characters of `[A-Za-z0-9._:@-]` (the contract).
     public static func isValid(_ s: String) -> Bool {
         let u = s.utf8

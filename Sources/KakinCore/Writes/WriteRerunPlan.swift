@@ -53,8 +53,6 @@ public struct WriteRerunPlan: Sendable {
         case giveUp
     }
 
-    /// The longest jittered pause, in milliseconds.
-    public static let pauseMsMax = 16
     /// The largest `retriesMax` accepted (`PostgresDatabase.Options` allows 0...1000).
     public static let retriesMaxLimit = 1_000
 

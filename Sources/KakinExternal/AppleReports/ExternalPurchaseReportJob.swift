@@ -22,8 +22,6 @@ public struct ExternalPurchaseReportJob: Sendable, Hashable {
     /// Waits between attempts after 429/5xx/no answer: 1 minute doubling to 6 hours (Apple's deadline is days).
     public static let retryBaseMs: Int64 = 60_000
     public static let retryMaxMs: Int64 = 6 * 3_600_000
-    /// Errors kept per failed report (Apple lists one per bad field).
-    public static let errorsKeptMax = 100
 
     public internal(set) var report: ExternalPurchaseReport
     public internal(set) var state: State

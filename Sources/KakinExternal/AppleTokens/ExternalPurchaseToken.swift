@@ -22,9 +22,6 @@ public struct ExternalPurchaseTokenType: AppleStringValue {
 /// and `tokenExpirationDate` ("Receiving and decoding external purchase tokens"). The token is not signed: what
 /// makes it Apple's is that Apple knows its `externalPurchaseId` when Kakin reports it.
 public struct ExternalPurchaseToken: Sendable, Hashable {
-    public static let tokenLengthMax = 4096
-    public static let externalPurchaseIdLengthMax = 128
-    public static let bundleIdLengthMax = 255
     /// Apple notifies EXTERNAL_PURCHASE_TOKEN/UNREPORTED this long after creating a token without an expiration
     /// date ("Reporting unrecognized and transactionless tokens": 10 days).
     public static let unreportedAfterMs: Int64 = 10 * 86_400_000

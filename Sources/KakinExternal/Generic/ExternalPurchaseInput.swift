@@ -7,12 +7,6 @@ import KakinCore
 /// check (is `productId` the app's, does its type take `expiresAt`) and the token's app check are the caller's,
 /// who knows the app.
 public struct ExternalPurchaseInput: Sendable, Hashable {
-    public static let providerLengthMax = 32
-    public static let externalIdLengthMax = 255
-    public static let productIdLengthMax = 255
-    /// 10¹² minor units: far above any real price, far below overflow when converted to milli-units.
-    public static let priceMax: Int64 = 1_000_000_000_000
-    public static let tokenLengthMax = 4096
     /// Purchases dated earlier than 2000-01-01 are refused (a unit mistake: seconds for milliseconds).
     public static let earliestMs: Int64 = 946_684_800_000
     /// How far in the future `purchasedAt` may be, against the caller's clock (clock skew).

@@ -4,11 +4,6 @@ import KakinCore
 /// "api_version", "data": {"object": {…}, "previous_attributes"?}}`), read strictly and within bounds. Only the
 /// envelope is checked here; `StripeEventFacts` reads the object for the types Kakin handles.
 public struct StripeEvent: Sendable, Hashable {
-    /// Stripe's events are a few kilobytes; a Checkout Session with many line items stays far below this.
-    public static let bodyBytesMax = 512 * 1024
-    public static let depthMax = 24
-    public static let idLengthMax = 255
-
     public var id: String
     public var type: String
     /// Unix seconds: when Stripe created the event (the order of the facts, not the order of arrival).

@@ -7,8 +7,6 @@ public struct StripeWebhookConfiguration: Sendable {
     public static let defaultCustomerIdMetadataKey = "kakin_customer_id"
     public static let defaultProductIdMetadataKey = "kakin_product_id"
     public static let defaultToleranceSeconds: Int64 = 300
-    /// Secrets held at once (a rotation has two; more is a mistake).
-    public static let secretsMax = 4
 
     /// The environment variable that holds the endpoint's signing secret (`whsec_…`); during a rotation it may
     /// hold several, separated by commas — a signature by any of them is accepted.

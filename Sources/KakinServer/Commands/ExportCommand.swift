@@ -13,7 +13,8 @@ enum ExportCommand {
         usage: kakin export --to DIR [--since TIME] [--until TIME] [--format csv|jsonl] [--config kakin.json] [--database URL]
           Writes DIR/transactions-STAMP, ledger-STAMP, events-STAMP and customers-STAMP (.csv or .jsonl; columns in
           docs/export.md) with the rows written from --since (RFC 3339; default: the beginning) up to --until (default:
-          now minus 5 seconds, so writes in flight have committed), then DIR/export-STAMP.json (the manifest, also printed).
+          now minus 5 seconds on the clock the rows were stamped with — the simulator's for a local-mode database — so
+          writes in flight have committed), then DIR/export-STAMP.json (the manifest, also printed).
           Run again with --since set to the manifest's "until" to add only what is newer. Exit 0 on success.
         """
 
@@ -59,7 +60,17 @@ enum ExportCommand {
         }
         do {
             let (app, database) = try await KakinRuntime.makeApp(KakinRuntime.Options(configuration: config, logger: Logger(minimum: .error)))
-            let until = untilMs ?? (SystemClock().nowMs() - settleMs)
+            let until: Int64
+            do {
+                if let untilMs {
+                    until = untilMs
+                } else {
+                    until = Exporter.defaultUntilMs(stampClock: try await app.store.stampClock(), wallNowMs: SystemClock().nowMs())
+                }
+            } catch {
+                await database.close()
+                throw error
+            }
             guard until > sinceMs else {
                 await database.close()
                 Console.err("kakin export: --until must be later than --since")
@@ -88,6 +99,15 @@ enum ExportCommand {
 /// The export itself (the command's body; tests call it on a store).
 enum Exporter {
     enum Format: String { case csv, jsonl }
+
+    /// The window's end when `--until` is not given: `settleMs` of real time ago on the clock the rows were stamped
+    /// with, so writes in flight have committed and every later write is stamped at or after it. The wall clock, or
+    /// the simulated clock local mode recorded: standing still between moves (rate 0), it ends at the simulated now —
+    /// every row stamped before the last clock move is in; rows written since then join the run after the next move.
+    static func defaultUntilMs(stampClock: StampClock?, wallNowMs: Int64) -> Int64 {
+        guard let stampClock else { return wallNowMs - ExportCommand.settleMs }
+        return stampClock.nowMs(atWallMs: wallNowMs - ExportCommand.settleMs)
+    }
 
     /// Writes the four files and the manifest; answers the manifest.
     static func export(store: KakinStore, directory: String, sinceMs: Int64, untilMs: Int64, format: Format) async throws -> JSONValue {

@@ -26,8 +26,6 @@ enum ImportCommand {
     static let pollMs: UInt64 = 500
     /// Without a terminal, a progress line at most this often.
     static let plainLineEveryMs: Int64 = 5_000
-    /// Rejects printed at the end (the rest are at the rejects URL).
-    static let rejectsShownMax = 10
 
     static func run(arguments: [String]) async -> Int32 {
         let args: ParsedArguments

@@ -67,6 +67,7 @@ public final class KakinRuntime: Sendable {
 
     /// Opens the database (migrating it), builds the verifier and the app, and starts listening.
     public static func start(_ options: Options) async throws -> KakinRuntime {
+        LimitRelations.check(.declared)
         let config = options.configuration
         if config.auth == nil, !Configuration.isLoopback(config.host) {
             throw KakinError(.invalidConfiguration, "Refusing to listen on \(config.host) without auth: configure auth or bind a loopback address.")

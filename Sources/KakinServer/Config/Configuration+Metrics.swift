@@ -8,7 +8,6 @@ extension Configuration {
     /// The app keys this file parses.
     static let metricsAppKeys: Set<String> = ["commissionRate"]
     static let metricsTopKeys: Set<String> = ["exchangeRates"]
-    static let ratesMax = 300
 
     static func parseCommissionRate(_ a: StrictObject) throws(ConfigurationError) -> Double {
         guard let rate = try a.number("commissionRate") else { return 0.30 }

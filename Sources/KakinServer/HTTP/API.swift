@@ -2,17 +2,6 @@ import HTTPServer
 import KakinCore
 import KakinService
 
-/// Bounds on what a request may carry, beyond the HTTP server's own body and header limits.
-enum RequestLimits {
-    static let jsonDepthMax = 32
-    static let jwsBytesMax = 64 * 1024
-    static let idempotencyKeyLengthMax = 255
-    static let textFieldLengthMax = 255
-    static let purchaseProcessIdLengthMax = 128
-    static let ledgerPageMax = 200
-    static let topSupportersMax = 100
-}
-
 extension HTTPResponse {
     static func json(_ value: JSONValue, status: Int, headers extra: [(String, String)] = []) -> HTTPResponse {
         var headers = HTTPHeaders()

@@ -16,8 +16,6 @@ struct Authenticator: Sendable {
         case customer(String)
     }
 
-    static let tokenLengthMax = 4096
-
     let auth: Configuration.Auth?
     let clock: any Clock
     let keyHashes: [[UInt8]: Configuration.APIKey.Scope]

@@ -3,8 +3,6 @@ import KakinCore
 import KakinService
 
 extension KakinApp {
-    static let signedPayloadBytesMax = 256 * 1024
-
     /// `POST /v1/notifications/appstore`: 200 once the notification is durably stored (the inbox applies it after).
     func postNotification(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {
         let body = try c.request.jsonObject()

@@ -5,8 +5,6 @@ import KakinStorage
 
 /// Purchases and restores: parse the body, call the ingest (`KakinService`), render the contract's answer.
 extension KakinApp {
-    static let appReceiptLengthMax = 1_100_000
-
     /// `POST /v1/customers/{customerId}/transactions`: 201 the first time this transaction is applied, 409
     /// `already_processed` (same fields) every later time, so the app can finish the transaction.
     func postTransaction(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {

@@ -112,6 +112,7 @@ extension KakinApp {
         r.add("GET", "/admin/imports", .desk) { [unowned self] c in await desk.importsPage(c.request) }
         r.add("GET", "/admin/imports/{importId}", .desk) { [unowned self] c in await desk.importPage(c.request, id: c["importId"]) }
         r.add("GET", "/admin/reports/unused-balance", .desk) { [unowned self] c in await desk.reportPage(c.request) }
+        r.add("GET", "/admin/consent-rescissions", .desk) { [unowned self] c in await desk.consentPage(c.request) }
         r.add("GET", "/admin/reports/unused-balance.csv", .desk) { [unowned self] c in await desk.reportCSV(c.request) }
     }
 

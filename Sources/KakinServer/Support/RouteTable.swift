@@ -34,11 +34,14 @@ struct RouteCall {
 struct RouteTable {
     var router = Router()
     unowned let app: KakinApp
+    /// Every route added, in order: what a table test checks (the desk's navigation links each page).
+    private(set) var declared: [(method: String, pattern: String, access: RouteAccess)] = []
 
     init(app: KakinApp) { self.app = app }
 
     mutating func add(_ method: String, _ pattern: String, _ access: RouteAccess,
                       _ handler: @escaping @Sendable (RouteCall) async throws(KakinError) -> HTTPResponse) {
+        declared.append((method, pattern, access))
         // The desk's pages render their own refusals; every other route gets a validated customer ID.
         let takesCustomer = pattern.contains("{customerId}") && access != .desk
         router.add(method, pattern) { [unowned app] request, params in

@@ -90,11 +90,6 @@ public struct AppStoreConnection: Sendable {
 }
 
 public enum AppStoreLimits {
-    /// 20 transactions a page: a restore reads at most 10,000 transactions per id.
-    public static let historyPagesMax = 500
-    /// Original transactions restored in one request when the app names none.
-    public static let restoreOriginalsMax = 50
-    public static let notificationHistoryPagesMax = 500
     /// How far back recovery reads when it has never run (Apple keeps 30 days in Sandbox, 180 in Production).
     public static let recoveryFirstLookBackMs: Int64 = 30 * 86_400_000
     /// Read again this much before the last run's end: history entries can appear late.

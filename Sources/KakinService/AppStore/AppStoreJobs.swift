@@ -20,7 +20,6 @@ public struct AppStoreJobs: Sendable {
 
     /// How long a claimed job stays with this process (covers one call with the client's own retries).
     static let appStoreJobLeaseMs: Int64 = 120_000
-    public static let batchMax = 20
     /// Identifies this process's leases.
     static let appStoreJobLeaseOwner: String = {
         var rng = SystemRandomNumberGenerator()
@@ -187,9 +186,6 @@ public struct AppStoreJobs: Sendable {
     /// later signed transaction of it (renewals, refunds) names the customer by itself. The link's write schedules
     /// the call as a durable job (`app_account_token_requests`, see `AppStoreJobs.swift`) when the App Store Server
     /// API is configured for the app; the background worker sends it and retries what Apple may accept later.
-
-    /// Tries before a call that keeps failing is given up (30 s doubling to 30 min: about 8 hours).
-    static let appAccountTokenAttemptsMax: Int64 = 24
 
     /// Sends every app account token due now, up to `limit` (part of the worker's pass; tests call it to wait).
     @discardableResult

@@ -139,12 +139,6 @@ public struct AppStoreSync: Sendable {
 
     // MARK: Legacy app receipts
 
-    /// Receipt lookups in one `POST …/transactions`: the newest purchase of each chain (a subscription's
-    /// renewals are one chain), newest first. Older chains beyond it are left to a restore.
-    public static let receiptLookupsMax = 25
-    /// IDs a restore tries (newest first) until the App Store knows one: one is enough, history is per customer.
-    public static let receiptRestoreAttemptsMax = 3
-
     /// A receipt in a request, read and (when configured) verified, for one of this server's apps. Kakin reads the
     /// receipt only for its transaction IDs and then asks the App Store: what the receipt itself claims is never applied.
     public func readReceipt(base64: String) throws(KakinError) -> AppReceipt {

@@ -17,8 +17,6 @@ public struct SubscriptionExtensions: Sendable {
     public static let reasons: [String: ExtendReasonCode] = [
         "undeclared": .undeclared, "customerSatisfaction": .customerSatisfaction, "other": .other, "serviceIssueOrOutage": .serviceIssueOrOutage,
     ]
-    public static let requestIdentifierLengthMax = 128
-    public static let storefrontCodesMax = 250
 
     /// Extends one subscription: the path behind the JSON endpoint and the support desk's form. Asks the App Store,
     /// stores the extended copies at once (`IngestPath.refresh`; the RENEWAL_EXTENDED notification brings them too),

@@ -13,9 +13,6 @@ import KakinStorage
 /// takes the transaction out of StoreKit's unfinished queue, and records it in the customer's timeline; failures are
 /// retried like the other App Store jobs and given up after `serverFinishAttemptsMax` tries.
 extension AppStoreJobs {
-    /// Tries before a call that keeps failing is given up (30 s doubling to 30 min: about 8 hours).
-    static let serverFinishAttemptsMax: Int64 = 24
-
     /// Finishes every transaction due now, up to `limit` (part of the worker's pass; local mode runs it when the
     /// simulated clock moves; tests call it to wait). Returns how many were attempted.
     @discardableResult

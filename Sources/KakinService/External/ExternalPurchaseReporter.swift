@@ -25,8 +25,6 @@ public final class ExternalPurchaseReporter: Sendable {
     let events: CustomerEvents
     /// The worker (woken when a token owes a report; polling for deadlines and retries).
     public let worker: BackgroundLoop
-    /// Tokens planned and reports sent per pass at most (a backlog drains pass after pass).
-    public static let batchMax = 50
 
     init(store: KakinStore, access: AppStoreAccess, apps: [String: AppSettings], clock: any Clock, metrics: Metrics, logger: Logger,
          events: CustomerEvents, worker: BackgroundLoop = BackgroundLoop(pollIntervalMs: 30_000)) {

@@ -53,12 +53,6 @@ public final class Imports: Sendable {
     public static let balancesPerWrite = 250
     /// App Store rows resolved side by side (their calls are spaced by the client's rate limits).
     public static let storeRowsAtOnce = 8
-    /// Back-off while the App Store or the database is unavailable: 1 s doubling to this, or Apple's `Retry-After`.
-    public static let backoffMsMax: Int64 = 300_000
-    /// Transactions remembered per run as covered by a history already applied (later rows naming them need no call).
-    public static let coveredMax = 200_000
-    /// Jobs the desk lists.
-    public static let listMax = 50
 
     init(store: KakinStore, wallets: Wallets, sync: AppStoreSync, numbers: BusinessMetrics, googlePlay: GooglePlayImportResolver?,
          clock: any Clock, logger: Logger, owner: String, worker: BackgroundLoop = BackgroundLoop(pollIntervalMs: 5_000)) {

@@ -117,9 +117,6 @@ public struct Ingest: Sendable {
     /// Apple's 2026 extras (server finish, app transaction links).
     let apple2026: Apple2026Ingest
 
-    /// Facts one write may apply (a restore's whole history): beyond it the write is refused before anything is read.
-    public static let factsPerWriteMax = 5_000
-
     // MARK: Verification, once per signed payload
 
     /// Verifies a signed transaction; a refusal is the contract's verification error (422, `retryable_failure` 503),

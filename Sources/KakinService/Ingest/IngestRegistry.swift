@@ -14,7 +14,8 @@ public enum IngestExtra: String, Sendable, CaseIterable {
     /// The app sent a consumable it had sent before (409): a pending server finish ends `appSent`.
     case serverFinishAppSent
     /// A transaction naming `appTransactionId`: that app transaction belongs to the chain's owner (where a
-    /// RESCIND_CONSENT is placed), and a rescission waiting for it is placed now.
+    /// RESCIND_CONSENT is placed), and a rescission waiting for it is placed now. On every path, the app's POST too
+    /// (it may be the only copy Kakin gets), so whichever copy arrives first places it.
     case appTransactionLink
     /// A CONSUMPTION_REQUEST's answer is scheduled for the purchase's owner (`AppStoreJobs`).
     case consumptionJob
@@ -45,7 +46,7 @@ public enum IngestRegistry {
     }
 
     public static let rows: [Row] = [
-        Row(store: "appStore", path: .app, extras: [.appAccountToken, .serverFinishAppSent]),
+        Row(store: "appStore", path: .app, extras: [.appAccountToken, .serverFinishAppSent, .appTransactionLink]),
         Row(store: "appStore", path: .receipt, extras: [.appAccountToken, .serverFinishAppSent, .appTransactionLink]),
         Row(store: "appStore", path: .receiptOlder, extras: [.appAccountToken, .appTransactionLink]),
         Row(store: "appStore", path: .notification,

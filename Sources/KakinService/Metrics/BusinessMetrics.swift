@@ -41,9 +41,6 @@ public final class BusinessMetrics: Sendable {
     public let worker: BackgroundLoop
     /// Events read per write.
     public static let eventsPerPass = 500
-    /// Range limits: 3,660 days, 1,000 points.
-    public static let daysMax: Int64 = 3_660
-    public static let pointsMax = 1_000
 
     public init(store: KakinStore, settings: MetricsSettings, clock: any Clock, logger: Logger,
                 worker: BackgroundLoop = BackgroundLoop(pollIntervalMs: 2_000)) {

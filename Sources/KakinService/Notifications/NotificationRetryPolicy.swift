@@ -11,9 +11,6 @@ import KakinCore
 /// listed at `/admin/notifications?state=dead` and `GET /v1/admin/notifications?state=dead`, and is applied
 /// when replayed once its cause is fixed (`POST /v1/admin/notifications/{uuid}/replay`, or the page's button).
 public enum NotificationRetryPolicy {
-    public static let attemptsMax = 24
-    static let delayMsMax: Int64 = 600_000
-
     /// Backoff after `attempts` failed attempts: 1 s doubling to at most 10 min.
     static func retryDelayMs(afterAttempts attempts: Int) -> Int64 {
         min(delayMsMax, 1000 << Int64(min(max(attempts - 1, 0), 20)))

@@ -69,6 +69,9 @@ public final class BackgroundLoop: Sendable {
         for c in all { c.resume() }
     }
 
+    /// Waiting for a wake-up or its timer, with none pending: a resting loop (what a test polls for).
+    var isAsleep: Bool { state.withLock { $0.sleeper != nil && !$0.wakeRequested } }
+
     /// Makes the loop run again now.
     public func wake() {
         let sleeper = state.withLock { s -> CheckedContinuation<Void, Never>? in

@@ -12,8 +12,10 @@ import Synchronization
 ///   received, retrying and dead.
 /// - Database: `kakin_db_commit_batch_size` (histogram of write bodies per committed transaction: group
 ///   commit at work), `kakin_db_write_queue_depth`.
-/// - App Store Server API: `kakin_appstore_api_requests_total{endpoint,result}`, one per HTTP attempt
-///   (retries included); result `ok`, `http_<status>`, `timeout`, `connection_failed`, `too_large`, `cancelled`.
+/// - Stores' server APIs: `kakin_store_api_requests_total{store,endpoint,result}`, one per HTTP attempt (retries
+///   included); store `appStore` (Google Play's joins the same family, so one alert rule covers both); result `ok`,
+///   `http_<status>`, `timeout`, `connection_failed`, `too_large`, `cancelled`.
+/// - Ledger: `kakin_ledger_check_ok` and `kakin_ledger_check_problems` after a ledger check ran in this process.
 /// - Support desk: `kakin_recent_errors_dropped_total`.
 /// Other helpers add a `Counter` case, or a labelled family beside the ones here.
 public final class Metrics: Sendable {
@@ -72,6 +74,7 @@ public final class Metrics: Sendable {
     }
 
     struct CallKey: Hashable {
+        var store: String
         var endpoint: String
         var result: String
     }
@@ -82,7 +85,9 @@ public final class Metrics: Sendable {
         var verificationFailures: [VerificationCode: Int64] = [:]
         var counters: [Counter: Int64] = [:]
         var requests: [RouteKey: Int64] = [:]
-        var appStoreCalls: [CallKey: Int64] = [:]
+        var storeCalls: [CallKey: Int64] = [:]
+        /// The last ledger check in this process: its problems (0: consistent).
+        var ledgerProblems: Int?
     }
 
     /// What is read from elsewhere at scrape time.
@@ -110,9 +115,6 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// Bounds the labelled families (methods, routes and statuses are few; this guards against surprises).
-    static let seriesPerFamilyMax = 2_000
-
     let values = Mutex(Values())
 
     public init() {}
@@ -134,11 +136,14 @@ public final class Metrics: Sendable {
     }
 
     public func countAppStoreCall(endpoint: String, result: String) {
-        let key = CallKey(endpoint: endpoint, result: result)
+        let key = CallKey(store: "appStore", endpoint: endpoint, result: result)
         values.withLock { v in
-            if v.appStoreCalls[key] != nil || v.appStoreCalls.count < Self.seriesPerFamilyMax { v.appStoreCalls[key, default: 0] += 1 }
+            if v.storeCalls[key] != nil || v.storeCalls.count < Self.seriesPerFamilyMax { v.storeCalls[key, default: 0] += 1 }
         }
     }
+
+    /// The outcome of a ledger check run in this process (`kakin_ledger_check_ok`).
+    public func recordLedgerCheck(problems: Int) { values.withLock { $0.ledgerProblems = problems } }
 
     public func countError(_ kind: ErrorKind) { values.withLock { $0.errors[kind, default: 0] += 1 } }
 
@@ -187,9 +192,15 @@ public final class Metrics: Sendable {
             out += "kakin_db_write_queue_depth \(db.writeQueueDepth)\n"
         }
 
-        family("kakin_appstore_api_requests_total", "counter", "App Store Server API HTTP attempts (retries included), by endpoint and result.")
-        for (k, n) in v.appStoreCalls.sorted(by: { ($0.key.endpoint, $0.key.result) < ($1.key.endpoint, $1.key.result) }) {
-            out += "kakin_appstore_api_requests_total{endpoint=\"\(label(k.endpoint))\",result=\"\(label(k.result))\"} \(n)\n"
+        family("kakin_store_api_requests_total", "counter", "Stores' server API HTTP attempts (retries included), by store, endpoint and result.")
+        for (k, n) in v.storeCalls.sorted(by: { ($0.key.store, $0.key.endpoint, $0.key.result) < ($1.key.store, $1.key.endpoint, $1.key.result) }) {
+            out += "kakin_store_api_requests_total{store=\"\(label(k.store))\",endpoint=\"\(label(k.endpoint))\",result=\"\(label(k.result))\"} \(n)\n"
+        }
+        if let problems = v.ledgerProblems {
+            family("kakin_ledger_check_ok", "gauge", "1 when the last ledger check in this process found every balance equal to its entries, else 0.")
+            out += "kakin_ledger_check_ok \(problems == 0 ? 1 : 0)\n"
+            family("kakin_ledger_check_problems", "gauge", "Problems the last ledger check in this process found.")
+            out += "kakin_ledger_check_problems \(problems)\n"
         }
         family("kakin_recent_errors_dropped_total", "counter", "Errors not kept for support lookups because the buffer was full.")
         out += "kakin_recent_errors_dropped_total \(sampled.recentErrorsDropped)\n"

@@ -188,9 +188,11 @@ public struct Wallets: Sendable {
         try await store.recipientSupport(recipient, top: top)
     }
 
-    /// Proves every balance equals the sum of its entries; a failure is logged as an error.
+    /// Proves every balance equals the sum of its entries; a failure is logged as an error, and the outcome is in
+    /// `/metrics` (`kakin_ledger_check_ok`, what the ledger alert watches).
     public func checkLedger() async throws(KakinError) -> LedgerCheckReport {
         let report = try await store.checkLedger()
+        metrics.recordLedgerCheck(problems: report.problems.count)
         if !report.ok { logger.error("ledger check failed", ["ledger.problems": .int(Int64(report.problems.count))]) }
         return report
     }

@@ -157,6 +157,15 @@ extension KakinStore {
         }
     }
 
+    /// The RESCIND_CONSENTs placed at nobody yet, newest first (the desk): their app transaction is not one a signed
+    /// transaction Kakin stored has named (or Apple sent none), so no customer is known for them.
+    public func unplacedConsentRescissions(limit: Int) async throws(KakinError) -> [ConsentRescission] {
+        try await read { db in
+            try db.query("SELECT \(Self.rescissionColumns) FROM consent_rescissions WHERE customer_id IS NULL ORDER BY rescinded_at_ms DESC LIMIT ?",
+                         [.integer(Int64(limit))]).map(Self.rescission)
+        }
+    }
+
     static let serverFinishTable = DurableJobTable(
         name: "server_finish_requests", key: "transaction_id",
         columns: "transaction_id, customer_id, bundle_id, environment, product_id, due_ms, state, attempts, last_error")

@@ -68,9 +68,6 @@ public struct ConsumptionLedgerFacts: Sendable, Hashable {
 }
 
 extension KakinStore {
-    /// Ledger entries read for one customer's consumption figures (FIFO needs the whole paid history).
-    static let consumptionLedgerRowsMax = 500_000
-
     static let consumptionColumns = """
         notification_uuid, transaction_id, product_id, bundle_id, environment, customer_id, reason, requested_at_ms, deadline_ms,
         state, attempts, request_version, request_body, last_error

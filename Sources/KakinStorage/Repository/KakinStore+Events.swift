@@ -67,15 +67,8 @@ public struct EventFeedPage: Sendable {
 }
 
 extension KakinStore {
-    /// Events appended in one call, at most (one change rarely produces more than a handful).
-    public static let eventsPerAppendMax = 100
-    /// One event's JSON, at most: it carries the customer's whole status, which is never near this.
-    public static let eventPayloadBytesMax = 1 << 20
     /// Feed pages: 1…500 events (the contract).
     public static let feedLimitRange = 1...500
-    /// Rows a filtered feed page looks at, at most: a filter that matches rarely still answers in bounded time,
-    /// with a cursor past what it skipped.
-    public static let feedScanRowsMax = 5_000
 
     // MARK: Appending (inside the writer's transaction)
 

@@ -64,8 +64,51 @@ public struct ExportRow: Sendable {
     public var values: [String: JSONValue]
 }
 
+/// The clock Kakin stamps rows with when it is not the wall clock — local mode's simulated clock, which moves only
+/// when told (or at `rate` simulated ms per real ms) — as one reading: what it said (`simulatedMs`) at wall time
+/// `wallMs`. Local mode records it in the database at start, after every clock move and at shutdown (stopped), so
+/// `kakin export`, another process, takes its window from the clock the rows were stamped with.
+public struct StampClock: Sendable, Equatable {
+    public var simulatedMs: Int64
+    public var wallMs: Int64
+    /// Simulated ms per real ms; 0: the clock stands still between moves.
+    public var rate: Double
+
+    public init(simulatedMs: Int64, wallMs: Int64, rate: Double) {
+        precondition(rate >= 0, "a stamp clock never runs backwards")
+        self.simulatedMs = simulatedMs
+        self.wallMs = wallMs
+        self.rate = rate
+    }
+
+    /// What the clock says at wall time `atWallMs` (never before the reading: it may have jumped just then).
+    public func nowMs(atWallMs: Int64) -> Int64 {
+        simulatedMs + Int64((Double(max(0, atWallMs - wallMs)) * rate).rounded(.down))
+    }
+
+    var json: JSONValue { ["simulatedMs": .int(simulatedMs), "wallMs": .int(wallMs), "rate": .double(rate)] }
+
+    init?(json: JSONValue) {
+        guard let simulated = json["simulatedMs"]?.int64Value, let wall = json["wallMs"]?.int64Value, let rate = json["rate"]?.doubleValue,
+              rate >= 0 else { return nil }
+        self.init(simulatedMs: simulated, wallMs: wall, rate: rate)
+    }
+}
+
 extension KakinStore {
-    public static let exportPageRowsMax = 2_000
+    /// `sync_state`'s name for the recorded `StampClock`.
+    static let stampClockName = "stamps.clock"
+
+    /// Records the clock rows are stamped with (local mode: the simulator's).
+    public func recordStampClock(_ clock: StampClock) async throws(KakinError) {
+        try await setSyncValue(Self.stampClockName, clock.json.jsonString)
+    }
+
+    /// The recorded stamp clock; nil for a database whose rows carry the wall clock (every server with a config).
+    public func stampClock() async throws(KakinError) -> StampClock? {
+        guard let text = try await syncValue(Self.stampClockName), let json = try? JSONParser.parse(Array(text.utf8)) else { return nil }
+        return StampClock(json: json)
+    }
 
     /// Rows of `table` written in `[sinceMs, untilMs)`, after `afterKey` in key order, at most `limit`.
     public func exportPage(_ table: ExportTable, sinceMs: Int64, untilMs: Int64, afterKey: String?, limit: Int) async throws(KakinError) -> [ExportRow] {

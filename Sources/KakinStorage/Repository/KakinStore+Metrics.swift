@@ -37,8 +37,6 @@ public struct StoredMetricFacts: Sendable {
 }
 
 extension KakinStore {
-    /// Customers read per statement when facts are loaded in bulk.
-    public static let metricFactsCustomersMax = 500
     static let metricsCursorName = "rollups"
 }
 

@@ -80,9 +80,6 @@ extension Records {
 }
 
 extension KakinStore {
-    /// Bounds a status read: a customer with more history than this is answered from the newest part.
-    static let historyRowsMax = 10_000
-
     /// The customer's whole history; nil for a customer never seen.
     public func customerSnapshot(_ customerId: String) async throws(KakinError) -> CustomerSnapshot? {
         try await snapshot { r in try r.customer(customerId).map(r.wholeHistory) }

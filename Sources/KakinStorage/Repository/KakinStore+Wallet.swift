@@ -152,8 +152,6 @@ public struct LedgerCheckReport: Sendable {
 }
 
 extension KakinStore {
-    static let problemsMax = 100
-
     public func wallet(_ customerId: String) async throws(KakinError) -> WalletBalance {
         try await read { db in try Self.walletBalance(db, customerId) }
     }

@@ -101,15 +101,6 @@ public struct WebhookDeliveryRow: Sendable, Hashable {
 }
 
 extension KakinStore {
-    /// Longest stored answer excerpt (characters).
-    public static let answerExcerptMax = 500
-    /// Event ids one replay names, at most (the contract's `eventIds` and `--event`).
-    public static let replayEventIdsMax = 1_000
-    /// Events per replay write (a replay `since` a time runs in writes of this many).
-    public static let replayBatchMax = 500
-    /// Events not fanned out yet are counted up to this many (the count is a gauge, not a scan of the table).
-    public static let fanOutLagCountMax = 10_000
-
     // MARK: Cursors and fan-out
 
     /// Gives each endpoint that has none a fan-out cursor at the current end of the feed: an endpoint delivers the

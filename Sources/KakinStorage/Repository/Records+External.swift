@@ -133,9 +133,6 @@ public struct ExternalReportRow: Sendable, Hashable {
 }
 
 extension Records {
-    /// Rows read per list at most (a customer's purchases, a subscription's observations, a token's purchases).
-    public static let externalRowsMax = 2_000
-
     // MARK: Purchases
 
     static let purchaseColumns = """

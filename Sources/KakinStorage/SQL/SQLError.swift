@@ -75,9 +75,6 @@ public struct SQLError: Error, Sendable, CustomStringConvertible {
         self.sql = sql
     }
 
-    /// Descriptions stay one log line even for a migration script.
-    private static let sqlDescriptionCharactersMax = 300
-
     private static func truncated(_ sql: String) -> String {
         let flat = sql.split(whereSeparator: \.isNewline).joined(separator: " ")
         guard flat.count > sqlDescriptionCharactersMax else { return flat }

@@ -69,11 +69,8 @@ import Testing
         #expect(throws: KakinError.self) { try s.buy("B", offer: .promotional(id: "nope")) }
         #expect(throws: KakinError.self) { try s.buy("B", offer: .introductory) }
         #expect(s.store == before)
-        do {
-            _ = try s.buy("nope")
-        } catch {
-            #expect(error.kind == .simulatorUnknownProduct)
-        }
+        let unknown = #expect(throws: KakinError.self) { try s.buy("nope") }
+        #expect(unknown?.kind == .simulatorUnknownProduct)
     }
 
     @Test func familySharedNonConsumableIsAFamilyCopyWithoutTheToken() throws {

@@ -101,11 +101,11 @@ import Testing
         return (sim, endpoint, sub.json["originalTransactionId"]!.stringValue!)
     }
 
-    @Test func anOfferAnsweredAtCancelBecomesThePendingOfferAndNothingIsCancelled() async throws {
+    @Test func anOfferTheCustomerAcceptsAtCancelBecomesThePendingOfferAndNothingIsCancelled() async throws {
         let (sim, endpoint, otid) = try await cancelFlow(answer: nil)
         endpoint.answer = ["promotionalOffer": ["messageIdentifier": .string(Self.messageId),
                                                 "promotionalOfferSignatureV2": .string(try OfferSigning.jws(sim, "B", "6m", transactionId: otid))]]
-        let reply = await call(sim, "POST", "/simulator/v1/subscriptions/\(otid)/actions", ["action": "disableAutoRenew"])
+        let reply = await call(sim, "POST", "/simulator/v1/subscriptions/\(otid)/actions", ["action": "disableAutoRenew", "acceptRetentionOffer": true])
         #expect(reply.status == 200, "\(reply.json)")
         #expect(reply.json["outcome"] == "offerPending")
         #expect(reply.json["notifications"]?.arrayValue?.map { $0["notificationType"] } == ["OFFER_REDEEMED"])
@@ -148,12 +148,25 @@ import Testing
         #expect(unsigned.json["outcome"] == "autoRenewDisabled")
         #expect(unsigned.json["retentionMessage"]?["outcome"]?.stringValue?.contains("transactionId") == true)
 
-        // The customer declines the offer and cancels anyway.
-        let (sim3, endpoint3, otid3) = try await cancelFlow(answer: nil)
-        endpoint3.answer = ["promotionalOffer": ["promotionalOfferSignatureV2": .string(try OfferSigning.jws(sim3, "B", "6m", transactionId: otid3))]]
-        let declined = await call(sim3, "POST", "/simulator/v1/subscriptions/\(otid3)/actions", ["action": "disableAutoRenew", "declineRetentionOffer": true])
-        #expect(declined.json["outcome"] == "autoRenewDisabled")
-        #expect(declined.json["retentionMessage"]?["cancelled"] == true)
+        // A valid offer: the customer declines it by default and cancels anyway (the answer is recorded);
+        // `declineRetentionOffer: true`, the older spelling, means the same.
+        for extra: [String: JSONValue] in [[:], ["declineRetentionOffer": true]] {
+            let (sim3, endpoint3, otid3) = try await cancelFlow(answer: nil)
+            endpoint3.answer = ["promotionalOffer": ["promotionalOfferSignatureV2": .string(try OfferSigning.jws(sim3, "B", "6m", transactionId: otid3))]]
+            let declined = await call(sim3, "POST", "/simulator/v1/subscriptions/\(otid3)/actions", .object((["action": "disableAutoRenew"] as [String: JSONValue]).merging(extra) { $1 }))
+            #expect(declined.json["outcome"] == "autoRenewDisabled", "\(extra)")
+            #expect(declined.json["subscription"]?["autoRenewStatus"] == false)
+            #expect(declined.json["retentionMessage"]?["outcome"] == "promotionalOffer")
+            #expect(declined.json["retentionMessage"]?["offerIdentifier"] == "6m")
+            #expect(declined.json["retentionMessage"]?["cancelled"] == true)
+            #expect(declined.json["notifications"]?.arrayValue?.map { $0["subtype"] } == ["AUTO_RENEW_DISABLED"])
+        }
+        // The two spellings saying opposite things: refused, nothing changes.
+        let (sim5, _, otid5) = try await cancelFlow(answer: nil)
+        let contradicting = await call(sim5, "POST", "/simulator/v1/subscriptions/\(otid5)/actions",
+                                       ["action": "disableAutoRenew", "acceptRetentionOffer": true, "declineRetentionOffer": true])
+        #expect(contradicting.status == 400)
+        #expect(await call(sim5, "GET", "/simulator/v1/subscriptions/\(otid5)").json["autoRenewStatus"] == true)
 
         // Two answers at once: unusable.
         let (sim4, endpoint4, otid4) = try await cancelFlow(answer: nil)
@@ -169,7 +182,7 @@ import Testing
         endpoint.answer = ["promotionalOffer": ["promotionalOfferSignatureV1": [
             "encodedSignature": legacy["signature"]!, "productId": "B", "nonce": legacy["nonce"]!, "timestamp": legacy["timestamp"]!,
             "keyId": legacy["keyIdentifier"]!, "offerIdentifier": "12m", "appAccountToken": .string(tokenA)]]]
-        let reply = await call(sim, "POST", "/simulator/v1/subscriptions/\(otid)/actions", ["action": "disableAutoRenew"])
+        let reply = await call(sim, "POST", "/simulator/v1/subscriptions/\(otid)/actions", ["action": "disableAutoRenew", "acceptRetentionOffer": true])
         #expect(reply.json["outcome"] == "offerPending", "\(reply.json)")
     }
 

@@ -65,7 +65,7 @@ import Testing
         let otid = bought.json["originalTransactionId"]!.stringValue!
         _ = await call(sim, "POST", "/simulator/v1/clock", ["advanceSeconds": .int(10 * 86_400)])  // the free week is over: a paid month
 
-        let cancel = await call(sim, "POST", "/simulator/v1/subscriptions/\(otid)/actions", ["action": "disableAutoRenew"])
+        let cancel = await call(sim, "POST", "/simulator/v1/subscriptions/\(otid)/actions", ["action": "disableAutoRenew", "acceptRetentionOffer": true])
         #expect(cancel.json["outcome"] == "offerPending", "\(cancel.json)")
         #expect(cancel.json["retentionMessage"]?["offerIdentifier"] == "promo.3m.half")
 
