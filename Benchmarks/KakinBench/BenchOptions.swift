@@ -4,10 +4,10 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|purchases|grants|reads|history|notifications|events|all|postgres|crash-test] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|units|purchases|grants|reads|history|notifications|events|import|all|postgres|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
-        usage: kakin-bench [verify|purchases|grants|reads|history|notifications|events|import|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+        usage: kakin-bench [verify|units|purchases|grants|reads|history|notifications|events|import|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench purchases|notifications --prepare [--seconds S] [--kakin PATH]
                kakin-bench postgres --postgres URL [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench metrics [--customers N] [--rebuild] [--repetitions R] [--kakin PATH]
@@ -27,8 +27,8 @@ struct BenchOptions {
                             `postgres` measures it beside SQLite, `crash-test` runs on it instead of SQLite
           --processes P     crash-test on PostgreSQL: kakin serve processes on the one database, one of
                             them SIGKILLed each round (default 2)
-          --customers N     metrics: customers in the generated year (default 1000000); --rebuild checks the
-                            rebuild above 200000 too (minutes)
+          --customers N     metrics: customers in the generated year (default 1000000); --rebuild measures
+                            purchases and status reads during kakin report rebuild above 200000 too (minutes)
           --kakin PATH      the kakin binary (default .build/release/kakin in this package)
           --keep            keep the run's temporary directory (configs, databases, logs, JWS);
                             it is always kept when a check fails
@@ -38,7 +38,7 @@ struct BenchOptions {
         """
 
     enum Command: String {
-        case verify, purchases, grants, reads, history, notifications, events, all, postgres, metrics
+        case verify, units, purchases, grants, reads, history, notifications, events, all, postgres, metrics
         case `import`
         case crashTest = "crash-test"
     }
@@ -54,7 +54,7 @@ struct BenchOptions {
     var kakin: URL?
     var keepWorkspace = false
     var prepare = false
-    /// `metrics`: customers in the generated year, and whether to run the rebuild check above 200,000.
+    /// `metrics`: customers in the generated year, and whether to measure ingest during a rebuild above 200,000.
     var customers = 1_000_000
     var rebuild = false
 

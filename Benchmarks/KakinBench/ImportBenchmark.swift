@@ -10,7 +10,7 @@ enum ImportBenchmark {
     static func run(_ workspace: BenchWorkspace, _ options: BenchOptions) throws -> BenchResult {
         let (config, _) = try workspace.writeConfig("import")
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("import.log"))
-        var alone: [(run: Wrk.Run, cpuPerRequest: Double)] = [], during = alone
+        var alone: [MeasuredRun] = [], during = alone
         var rates: [Double] = [], imported: [(applied: Int64, rows: Int64)] = []
         do {
             try ReadsBenchmark.seedCustomers(port: server.port)

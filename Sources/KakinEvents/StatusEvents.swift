@@ -17,14 +17,17 @@ public struct StatusView: Sendable, Hashable {
 
     /// By original transaction ID.
     public var subscriptions: [String: Subscription] = [:]
-    /// Non-consumables owned and non-renewing passes active, by product ID.
-    public var entitlements: Set<String> = []
+    /// What the customer had access to, by entitlement, with the sources serving it (`CustomerStatus.entitlementSources`).
+    /// nil for a view stored before subscription groups were told: `toldEntitlements(now:)` reads it then.
+    public var access: [String: Set<String>]? = [:]
+    /// A view stored before subscription groups were told: its non-consumables and active passes.
+    var productsBeforeGroups: Set<String> = []
 
     public init() {}
 
     public init(_ status: CustomerStatus) {
         for s in status.subscriptions { subscriptions[s.originalTransactionId] = Subscription(s) }
-        entitlements = Set(status.nonConsumables.map(\.productId)).union(status.nonRenewing.filter(\.active).map(\.productId))
+        access = status.entitlementSources
     }
 
     public var json: JSONValue {
@@ -33,12 +36,12 @@ public struct StatusView: Sendable, Hashable {
              "expiresAtMs": s.expiresAtMs.map(JSONValue.int) ?? .null, "willAutoRenew": .bool(s.willAutoRenew),
              "offerType": .string(s.offerType), "offerId": .string(s.offerId)]
          }),
-         "entitlements": .array(entitlements.sorted().map(JSONValue.string))]
+         "access": .object((access ?? [:]).mapValues { .array($0.sorted().map(JSONValue.string)) })]
     }
 
     /// A stored view; nil for anything unreadable (then every current entitlement is told again as new).
     public init?(json: JSONValue) {
-        guard case .object(let subs)? = json["subscriptions"], let list = json["entitlements"]?.arrayValue else { return nil }
+        guard case .object(let subs)? = json["subscriptions"] else { return nil }
         for (otid, s) in subs {
             guard let productId = s["productId"]?.stringValue, let latest = s["latestTransactionId"]?.stringValue,
                   let state = s["state"]?.stringValue.flatMap(SubscriptionState.init(rawValue:)) else { return nil }
@@ -46,7 +49,23 @@ public struct StatusView: Sendable, Hashable {
                                                expiresAtMs: s["expiresAtMs"]?.int64Value, willAutoRenew: s["willAutoRenew"]?.boolValue ?? false,
                                                offerType: s["offerType"]?.stringValue, offerId: s["offerId"]?.stringValue)
         }
-        entitlements = Set(list.compactMap(\.stringValue))
+        if case .object(let told)? = json["access"] {
+            access = told.mapValues { Set(($0.arrayValue ?? []).compactMap(\.stringValue)) }
+        } else if let products = json["entitlements"]?.arrayValue {
+            access = nil
+            productsBeforeGroups = Set(products.compactMap(\.stringValue))
+        } else {
+            return nil
+        }
+    }
+
+    /// The entitlements this view told the customer has. A view stored before groups were told had products only: its
+    /// subscriptions that were entitled add their groups (read from the status now), so an upgrade tells no group as new.
+    func toldEntitlements(now status: CustomerStatus) -> Set<String> {
+        if let access { return Set(access.keys) }
+        var told = productsBeforeGroups
+        for s in status.subscriptions where subscriptions[s.originalTransactionId]?.state.isEntitled == true { told.insert(s.entitlement) }
+        return told
     }
 }
 
@@ -60,7 +79,9 @@ extension StatusView.Subscription {
 /// The entitlement and subscription events a status change tells, pure: `previous` is what was last told, `current`
 /// the status after the change. Per subscription, in this order: started, plan changed, renewed or extended, offer
 /// redeemed, auto-renew changed, billing issue or recovered, expired or revoked. A subscription first seen already
-/// ended (an old purchase restored) tells nothing.
+/// ended (an old purchase restored) tells nothing. Then the entitlements (`CustomerStatus.entitlementSources`): granted
+/// for each the customer gained from any source, revoked for each no source serves any more, with `data.entitlement`
+/// (a group, or a non-consumable's or pass's product, then also in `productId`) and `data.sources` after the change.
 public enum StatusEvents {
     public static func drafts(previous: StatusView, current status: CustomerStatus) -> [EventDraft] {
         var drafts: [EventDraft] = []
@@ -109,13 +130,15 @@ public enum StatusEvents {
                 draft(.subscriptionStarted, ["resubscribed": true])
             }
         }
-        let now = StatusView(status).entitlements
-        for productId in now.subtracting(previous.entitlements).sorted() {
-            drafts.append(EventDraft(type: .entitlementGranted, data: ["productId": .string(productId)]))
+        // Entitlements across sources: granted when the first source serves one, revoked when the last one stops.
+        let now = status.entitlementSources, told = previous.toldEntitlements(now: status)
+        func draft(_ type: EventType, _ entitlement: String) {
+            var data: [String: JSONValue] = ["entitlement": .string(entitlement), "sources": .array((now[entitlement] ?? []).sorted().map(JSONValue.string))]
+            if !status.isSubscriptionEntitlement(entitlement) { data["productId"] = .string(entitlement) }
+            drafts.append(EventDraft(type: type, data: data))
         }
-        for productId in previous.entitlements.subtracting(now).sorted() {
-            drafts.append(EventDraft(type: .entitlementRevoked, data: ["productId": .string(productId)]))
-        }
+        for entitlement in Set(now.keys).subtracting(told).sorted() { draft(.entitlementGranted, entitlement) }
+        for entitlement in told.subtracting(now.keys).sorted() { draft(.entitlementRevoked, entitlement) }
         return drafts
     }
 }

@@ -17,20 +17,86 @@ public struct LedgerFact: Sendable, Hashable {
     }
 }
 
+/// A purchase outside the stores as the numbers read it (`external_purchases`, applied to the customer): a one-time
+/// purchase or one period of a provider's subscription.
+public struct ExternalPurchaseFact: Sendable, Hashable {
+    /// The provider (`stripe`, `web`, …): the `source` it is counted under.
+    public var source: String
+    public var externalId: String
+    public var bundleId: String
+    public var productId: String
+    public var kind: ProductKind
+    /// Minor units of `currency`, as the provider charged it.
+    public var price: Int64
+    public var currency: String
+    public var purchasedAtMs: Int64
+    /// A subscription period's start (nil: `purchasedAtMs`) and end.
+    public var periodStartMs: Int64?
+    public var expiresAtMs: Int64?
+    /// The provider's subscription a period belongs to (its `ExternalEntitlement.id`).
+    public var subscriptionId: String?
+    /// Each refund, in order.
+    public var refunds: [Refund]
+
+    public struct Refund: Sendable, Hashable {
+        /// Minor units of the purchase's currency.
+        public var amount: Int64
+        public var atMs: Int64
+
+        public init(amount: Int64, atMs: Int64) {
+            self.amount = amount
+            self.atMs = atMs
+        }
+    }
+
+    public init(source: String, externalId: String, bundleId: String, productId: String, kind: ProductKind, price: Int64, currency: String,
+                purchasedAtMs: Int64, periodStartMs: Int64? = nil, expiresAtMs: Int64? = nil, subscriptionId: String? = nil,
+                refunds: [Refund] = []) {
+        precondition(source != PurchaseSource.appStore && !source.isEmpty, "an external purchase names its provider")
+        self.source = source
+        self.externalId = externalId
+        self.bundleId = bundleId
+        self.productId = productId
+        self.kind = kind
+        self.price = price
+        self.currency = currency
+        self.purchasedAtMs = purchasedAtMs
+        self.periodStartMs = periodStartMs
+        self.expiresAtMs = expiresAtMs
+        self.subscriptionId = subscriptionId
+        self.refunds = refunds
+    }
+
+    /// When the whole price had been refunded, if it was.
+    public var fullRefundMs: Int64? {
+        var total: Int64 = 0
+        for r in refunds {
+            total += r.amount
+            if price > 0, total >= price { return r.atMs }
+        }
+        return nil
+    }
+}
+
 /// Every fact about one customer the numbers are made of: its stored transactions (the newest signed copy of each,
-/// consumables included), the newest renewal info of each of its subscriptions, and its ledger entries.
+/// consumables included), the newest renewal info of each of its subscriptions, its ledger entries, and what it bought
+/// outside the stores (the purchases, and the entitlements their providers' state gives).
 public struct CustomerFacts: Sendable {
     public var customerId: String
     public var transactions: [TransactionPayload]
     public var renewalInfos: [RenewalInfoPayload]
     public var ledger: [LedgerFact]
+    public var externalPurchases: [ExternalPurchaseFact]
+    public var externalEntitlements: [ExternalEntitlement]
 
     public init(customerId: String, transactions: [TransactionPayload] = [], renewalInfos: [RenewalInfoPayload] = [],
-                ledger: [LedgerFact] = []) {
+                ledger: [LedgerFact] = [], externalPurchases: [ExternalPurchaseFact] = [], externalEntitlements: [ExternalEntitlement] = []) {
         self.customerId = customerId
         self.transactions = transactions
         self.renewalInfos = renewalInfos
         self.ledger = ledger
+        self.externalPurchases = externalPurchases
+        self.externalEntitlements = externalEntitlements
     }
 }
 
@@ -39,7 +105,7 @@ public struct AppMetricsSettings: Sendable {
     public var bundleId: String
     /// Days are this zone's dates (`reportingTimeZone`).
     public var calendar: any ReportingCalendar
-    /// Apple's commission, 0…1 (`commissionRate`; 0.30 standard, 0.15 for the Small Business Program).
+    /// The store's commission, 0…1 (`commissionRate`; Apple's 0.30 standard, 0.15 for the Small Business Program).
     public var commissionRate: Double
     /// The environments whose facts count: Production when the app accepts it, else every environment it accepts
     /// (a test or local-mode app), so sandbox purchases never inflate a production app's revenue.
@@ -55,6 +121,11 @@ public struct AppMetricsSettings: Sendable {
         self.commissionRate = commissionRate
         self.environments = environments.contains(.production) ? [.production] : environments
         self.periods = periods
+    }
+
+    /// What is deducted from a source's sales: the store's commission; nothing for a provider (its fee is not known).
+    public func commissionRate(source: String) -> Double {
+        PurchaseSource.isStore(source) ? commissionRate : 0
     }
 }
 

@@ -1,17 +1,19 @@
 import KakinCore
 
-/// Rollup cells summed over days, kept per metric, app, product and currency.
+/// Rollup cells summed over days, kept per metric, app, product, source and currency.
 public struct RollupSums: Sendable, Hashable {
     public struct Key: Sendable, Hashable {
         public var metric: String
         public var bundleId: String
         public var productId: String
+        public var source: String
         public var currency: String
 
-        public init(metric: String, bundleId: String, productId: String, currency: String) {
+        public init(metric: String, bundleId: String, productId: String, source: String, currency: String) {
             self.metric = metric
             self.bundleId = bundleId
             self.productId = productId
+            self.source = source
             self.currency = currency
         }
     }
@@ -31,16 +33,24 @@ public struct RollupSums: Sendable, Hashable {
 
     func total(_ m: Metric) -> Int64 { values.reduce(0) { $1.key.metric == m.rawValue ? $0 + $1.value : $0 } }
 
-    func byCurrency(_ m: Metric) -> [String: Int64] {
-        var out: [String: Int64] = [:]
-        for (k, v) in values where k.metric == m.rawValue { out[k.currency, default: 0] += v }
+    /// Amounts per currency and source.
+    func bySourceAndCurrency(_ m: Metric) -> [Pair: Int64] {
+        var out: [Pair: Int64] = [:]
+        for (k, v) in values where k.metric == m.rawValue { out[Pair(source: k.source, currency: k.currency), default: 0] += v }
         return out
     }
 
-    func byBundleAndCurrency(_ m: Metric) -> [String: [String: Int64]] {
-        var out: [String: [String: Int64]] = [:]
-        for (k, v) in values where k.metric == m.rawValue { out[k.bundleId, default: [:]][k.currency, default: 0] += v }
+    /// Amounts per app, source and currency (proceeds: each app's commission for each source).
+    func byBundle(_ m: Metric) -> [String: [Pair: Int64]] {
+        var out: [String: [Pair: Int64]] = [:]
+        for (k, v) in values where k.metric == m.rawValue { out[k.bundleId, default: [:]][Pair(source: k.source, currency: k.currency), default: 0] += v }
         return out
+    }
+
+    /// A source and a currency: the finest split money is kept and converted in.
+    struct Pair: Hashable {
+        var source: String
+        var currency: String
     }
 
     /// Per product (the dashboard's breakdown).
@@ -51,23 +61,28 @@ public struct RollupSums: Sendable, Hashable {
     }
 }
 
-/// What is asked: a range of local dates, an app and a product (nil = all), a reporting currency (nil = per currency).
+/// What is asked: a range of local dates, an app, a product and a source (nil = all), a reporting currency (nil = per
+/// currency).
 public struct MetricsFilter: Sendable, Hashable {
     public var bundleId: String?
     public var productId: String?
+    /// `appStore`, `googlePlay` or a provider (`PurchaseSource`).
+    public var source: String?
     public var currency: String?
 
-    public init(bundleId: String? = nil, productId: String? = nil, currency: String? = nil) {
+    public init(bundleId: String? = nil, productId: String? = nil, source: String? = nil, currency: String? = nil) {
         self.bundleId = bundleId
         self.productId = productId
+        self.source = source
         self.currency = currency
     }
 
-    /// Coin figures are wallets', not an app's or a product's: the filters leave them whole.
+    /// Coin figures are wallets', not an app's, a product's or a source's: the filters leave them whole.
     public func keeps(_ key: RollupSums.Key) -> Bool {
         if Metric(rawValue: key.metric)?.isCoins == true { return true }
         if let bundleId, key.bundleId != bundleId { return false }
         if let productId, key.productId != productId { return false }
+        if let source, key.source != source { return false }
         return true
     }
 }
@@ -91,25 +106,57 @@ public struct Overview: Sendable, Hashable {
     public struct Money: Sendable, Hashable {
         public var currency: String
         public var amount: Int64
+        /// The amount per source (`appStore`, `googlePlay`, a provider), summing to `amount`.
+        public var bySource: [String: Int64]
 
-        public init(currency: String, amount: Int64) {
+        public init(currency: String, amount: Int64, bySource: [String: Int64]) {
             self.currency = currency
             self.amount = amount
+            self.bySource = bySource
         }
+
+        public var json: JSONValue {
+            ["currency": .string(currency), "amount": .int(amount), "bySource": .object(bySource.mapValues(JSONValue.int))]
+        }
+    }
+
+    /// Gross, refunded and proceeds: a revenue item's amounts, or one source's share of them.
+    public struct RevenueAmounts: Sendable, Hashable {
+        public var gross: Int64
+        public var refunded: Int64
+        /// (gross − refunded) × (1 − the commission of the app's store; none for a provider), summed over apps.
+        public var proceeds: Int64
+
+        public init(gross: Int64, refunded: Int64, proceeds: Int64) {
+            self.gross = gross
+            self.refunded = refunded
+            self.proceeds = proceeds
+        }
+
+        var fields: [String: JSONValue] { ["gross": .int(gross), "refunded": .int(refunded), "proceeds": .int(proceeds)] }
     }
 
     public struct Revenue: Sendable, Hashable {
         public var currency: String
         public var gross: Int64
         public var refunded: Int64
-        /// (gross − refunded) × (1 − the app's commission rate), summed over apps.
         public var proceeds: Int64
+        /// Each source's share, summing to the item's amounts.
+        public var bySource: [String: RevenueAmounts]
 
-        public init(currency: String, gross: Int64, refunded: Int64, proceeds: Int64) {
+        public init(currency: String, bySource: [String: RevenueAmounts]) {
             self.currency = currency
-            self.gross = gross
-            self.refunded = refunded
-            self.proceeds = proceeds
+            gross = bySource.values.reduce(0) { $0 + $1.gross }
+            refunded = bySource.values.reduce(0) { $0 + $1.refunded }
+            proceeds = bySource.values.reduce(0) { $0 + $1.proceeds }
+            self.bySource = bySource
+        }
+
+        public var json: JSONValue {
+            var o = RevenueAmounts(gross: gross, refunded: refunded, proceeds: proceeds).fields
+            o["currency"] = .string(currency)
+            o["bySource"] = .object(bySource.mapValues { .object($0.fields) })
+            return .object(o)
         }
     }
 
@@ -182,10 +229,8 @@ public struct Overview: Sendable, Hashable {
         case "newSubscriptions": return .int(newSubscriptions)
         case "trialConversions": return ["started": .int(trialsStarted), "converted": .int(trialsConverted), "rate": .double(trialConversionRate)]
         case "churned": return ["voluntary": .int(churnedVoluntary), "billing": .int(churnedBilling), "rate": .double(churnRate)]
-        case "mrr": return .array(mrr.map { ["currency": .string($0.currency), "amount": .int($0.amount)] })
-        case "revenue":
-            return .array(revenue.map { ["currency": .string($0.currency), "gross": .int($0.gross), "refunded": .int($0.refunded),
-                                         "proceeds": .int($0.proceeds)] })
+        case "mrr": return .array(mrr.map(\.json))
+        case "revenue": return .array(revenue.map(\.json))
         case "refunds": return ["count": .int(refundCount), "rate": .double(refundRate)]
         case "coins":
             return ["sold": .int(coinsSold), "spent": .int(coinsSpent), "grantedFree": .int(coinsGrantedFree),
@@ -217,30 +262,38 @@ public enum OverviewBuilder {
         }
         let before = kept(inputs.levelsBefore), end = kept(inputs.levelsAtEnd), flows = kept(inputs.flows)
 
-        func convert(_ byCurrency: [String: Int64]) throws(MetricsQueryError) -> [String: Int64] {
-            guard let target = filter.currency else { return byCurrency.filter { $0.value != 0 } }
+        // Money is converted per source and currency, then summed, so the sources always add up to each item.
+        func convert(_ amounts: [RollupSums.Pair: Int64]) throws(MetricsQueryError) -> [RollupSums.Pair: Int64] {
+            guard let target = filter.currency else { return amounts.filter { $0.value != 0 } }
             guard let rates = settings.exchangeRates, rates.knows(target) else { throw .noExchangeRate(target) }
-            var total: Int64 = 0
-            for (c, v) in byCurrency {
-                guard let converted = rates.convert(v, from: c, to: target) else { throw .noExchangeRate(c) }
-                total += converted
+            var out: [RollupSums.Pair: Int64] = [:]
+            for (k, v) in amounts {
+                guard let converted = rates.convert(v, from: k.currency, to: target) else { throw .noExchangeRate(k.currency) }
+                out[RollupSums.Pair(source: k.source, currency: target), default: 0] += converted
             }
-            return [target: total]
+            return out
         }
 
-        let mrr = try convert(end.byCurrency(.mrr))
-        // Proceeds per app (each its own commission), then per currency.
-        var proceeds: [String: Int64] = [:]
-        let gross = flows.byBundleAndCurrency(.gross), refunded = flows.byBundleAndCurrency(.refunded)
+        let mrr = try convert(end.bySourceAndCurrency(.mrr)).filter { $0.value != 0 }
+        // Proceeds per app and source (each with its store's commission), then per source and currency.
+        var proceeds: [RollupSums.Pair: Int64] = [:]
+        let gross = flows.byBundle(.gross), refunded = flows.byBundle(.refunded)
         for bundle in Set(gross.keys).union(refunded.keys) {
-            let rate = settings.apps[bundle]?.commissionRate ?? 0.30
-            for currency in Set((gross[bundle] ?? [:]).keys).union((refunded[bundle] ?? [:]).keys) {
-                let net = (gross[bundle]?[currency] ?? 0) - (refunded[bundle]?[currency] ?? 0)
-                proceeds[currency, default: 0] += Int64((Double(net) * (1 - rate)).rounded())
+            for pair in Set((gross[bundle] ?? [:]).keys).union((refunded[bundle] ?? [:]).keys) {
+                let rate = settings.apps[bundle]?.commissionRate(source: pair.source) ?? 0.30
+                let net = (gross[bundle]?[pair] ?? 0) - (refunded[bundle]?[pair] ?? 0)
+                proceeds[pair, default: 0] += Int64((Double(net) * (1 - rate)).rounded())
             }
         }
-        let g = try convert(flows.byCurrency(.gross)), r = try convert(flows.byCurrency(.refunded)), p = try convert(proceeds)
-        let currencies = Set(g.keys).union(r.keys).union(p.keys).sorted()
+        let g = try convert(flows.bySourceAndCurrency(.gross)), r = try convert(flows.bySourceAndCurrency(.refunded)), p = try convert(proceeds)
+        let money = Set(g.keys).union(r.keys).union(p.keys).filter { g[$0] != 0 || r[$0] != 0 || p[$0] != 0 }
+        // With a reporting currency, one item in it, zero or not; else one per currency with money.
+        func currencies(_ pairs: some Sequence<RollupSums.Pair>) -> [String] {
+            filter.currency.map { [$0] } ?? Set(pairs.map(\.currency)).sorted()
+        }
+        func bySource<V>(_ pairs: some Sequence<RollupSums.Pair>, currency: String, _ value: (RollupSums.Pair) -> V) -> [String: V] {
+            Dictionary(pairs.filter { $0.currency == currency }.map { ($0.source, value($0)) }, uniquingKeysWith: { a, _ in a })
+        }
 
         return Overview(
             from: CivilDay.string(fromDay), to: CivilDay.string(toDay), timeZone: settings.timeZone(bundleId: filter.bundleId),
@@ -250,8 +303,15 @@ public enum OverviewBuilder {
             trialsStarted: flows.total(.trialsStarted), trialsConverted: flows.total(.trialsConverted),
             churnedVoluntary: flows.total(.churnVoluntary), churnedBilling: flows.total(.churnBilling),
             activeAtStart: before.total(.active),
-            mrr: mrr.keys.sorted().map { Overview.Money(currency: $0, amount: mrr[$0]!) },
-            revenue: currencies.map { Overview.Revenue(currency: $0, gross: g[$0] ?? 0, refunded: r[$0] ?? 0, proceeds: p[$0] ?? 0) },
+            mrr: currencies(mrr.keys).map { currency in
+                let split = bySource(mrr.keys, currency: currency) { mrr[$0]! }
+                return Overview.Money(currency: currency, amount: split.values.reduce(0, +), bySource: split)
+            },
+            revenue: currencies(money).map { currency in
+                Overview.Revenue(currency: currency, bySource: bySource(money, currency: currency) {
+                    Overview.RevenueAmounts(gross: g[$0] ?? 0, refunded: r[$0] ?? 0, proceeds: p[$0] ?? 0)
+                })
+            },
             refundCount: flows.total(.refunds), paidTransactions: flows.total(.paidTransactions),
             coinsSold: flows.total(.coinsSold), coinsSpent: flows.total(.coinsSpent), coinsGrantedFree: flows.total(.coinsGrantedFree),
             coinsOutstandingPaid: end.total(.paidCoins))
@@ -288,7 +348,8 @@ public enum SeriesBuilder {
                              days: [RollupKey: Int64], filter: MetricsFilter, settings: MetricsSettings) throws(MetricsQueryError) -> JSONValue {
         var byDay: [Int64: [(RollupSums.Key, Int64)]] = [:]
         for (k, v) in days {
-            byDay[k.day, default: []].append((RollupSums.Key(metric: k.metric, bundleId: k.bundleId, productId: k.productId, currency: k.currency), v))
+            byDay[k.day, default: []].append((RollupSums.Key(metric: k.metric, bundleId: k.bundleId, productId: k.productId, source: k.source,
+                                                             currency: k.currency), v))
         }
         var levels = levelsBefore
         var points: [JSONValue] = []

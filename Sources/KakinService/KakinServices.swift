@@ -107,7 +107,7 @@ public final class KakinServices: Sendable {
         var webhookOptions = settings.webhookOptions
         webhookOptions.retentionDays = settings.events.retentionDays
         let worker = WebhookDeliveryWorker(
-            store: store, endpoints: settings.events.webhooks, sender: webhookSender ?? URLSessionWebhookSender(), clock: retryClock,
+            store: store, endpoints: settings.events.webhooks, sender: webhookSender ?? HTTPWebhookSender(), clock: retryClock,
             eventClock: clock, owner: claims.owner, options: webhookOptions,
             log: { level, message, metadata in logger.log(level == .error ? .error : level == .warning ? .warning : .info, message, metadata) })
         webhooks = worker

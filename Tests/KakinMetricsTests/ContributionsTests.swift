@@ -35,7 +35,7 @@ import Testing
         var before = RollupSums(), end = RollupSums(), flows = RollupSums()
         let a = CivilDay.parse("2026-01-01")! + from, b = CivilDay.parse("2026-01-01")! + to
         for (k, v) in c.cells {
-            let key = RollupSums.Key(metric: k.metric, bundleId: k.bundleId, productId: k.productId, currency: k.currency)
+            let key = RollupSums.Key(metric: k.metric, bundleId: k.bundleId, productId: k.productId, source: k.source, currency: k.currency)
             if Metric(rawValue: k.metric)!.isLevel {
                 if k.day < a { before.add(key, v) }
                 if k.day <= b { end.add(key, v) }
@@ -67,8 +67,8 @@ import Testing
         let c = Contributions.of(facts, settings: Self.settings)
         let jan = try Self.overview(c, from: 0, to: 30)
         #expect(jan.activeSubscriptions == 1 && jan.newSubscriptions == 1 && jan.trialsStarted == 1 && jan.trialsConverted == 1)
-        #expect(jan.mrr == [Overview.Money(currency: "JPY", amount: 817)])  // 9,800 / 12
-        #expect(jan.revenue == [Overview.Revenue(currency: "JPY", gross: 10_780, refunded: 0, proceeds: 9_163)])
+        #expect(jan.mrr == [Overview.Money(currency: "JPY", amount: 817, bySource: ["appStore": 817])])  // 9,800 / 12
+        #expect(jan.revenue == [Overview.Revenue(currency: "JPY", bySource: ["appStore": .init(gross: 10_780, refunded: 0, proceeds: 9_163)])])
         #expect(jan.churnedVoluntary == 0)
         // Auto-renew off: the churn is on the day access ends, a year later.
         let year = try Self.overview(c, from: 0, to: 400)
@@ -113,8 +113,78 @@ import Testing
             LedgerFact(kind: "grant", paidDelta: 0, freeDelta: 30, atMs: Self.jan1 + 5 * Self.day),
         ])
         let o = try Self.overview(Contributions.of(facts, settings: Self.settings), from: 0, to: 30)
-        #expect(o.revenue == [Overview.Revenue(currency: "JPY", gross: 1_580, refunded: 980, proceeds: 510)], "sandbox not counted")
+        #expect(o.revenue == [Overview.Revenue(currency: "JPY", bySource: ["appStore": .init(gross: 1_580, refunded: 980, proceeds: 510)])],
+                "sandbox not counted")
         #expect(o.refundCount == 1 && o.refundRate == 0.5 && o.churnedVoluntary == 1 && o.activeSubscriptions == 0)
         #expect(o.coinsSold == 500 && o.coinsSpent == 120 && o.coinsGrantedFree == 80 && o.coinsOutstandingPaid == 330)
+    }
+
+    // MARK: Every source
+
+    static func web(_ id: String, day d: Int64, until: Int64?, price: Int64, subscription: String? = "sub_1", product: String = "m",
+                    kind: ProductKind = .autoRenewable, refunds: [(Int64, Int64)] = []) -> ExternalPurchaseFact {
+        ExternalPurchaseFact(source: "stripe", externalId: id, bundleId: "b", productId: product, kind: kind, price: price, currency: "JPY",
+                             purchasedAtMs: jan1 + d * day, periodStartMs: until == nil ? nil : jan1 + d * day,
+                             expiresAtMs: until.map { jan1 + $0 * day }, subscriptionId: subscription,
+                             refunds: refunds.map { .init(amount: $0.0, atMs: jan1 + $0.1 * day) })
+    }
+
+    static func entitlement(_ standing: ExternalEntitlement.Standing, until: Int64, autoRenew: Bool = true) -> ExternalEntitlement {
+        ExternalEntitlement(source: "stripe", id: "sub_1", productId: "m", kind: .autoRenewable, latestId: "sub_1@\(until)", purchasedAtMs: jan1,
+                            expiresAtMs: jan1 + until * day, standing: standing, willAutoRenew: autoRenew)
+    }
+
+    @Test func anAppStoreAndAWebSubscriptionAreCountedEachUnderItsSource() throws {
+        let facts = CustomerFacts(customerId: "c", transactions: [Self.tx("1", "m", day: 0, until: 31, price: 980_000, reason: "PURCHASE")],
+                                  renewalInfos: [Self.renewal()],
+                                  externalPurchases: [Self.web("in_1", day: 5, until: 36, price: 1_200), Self.web("in_2", day: 36, until: 67, price: 1_200)],
+                                  externalEntitlements: [Self.entitlement(.active, until: 67)])
+        let c = Contributions.of(facts, settings: Self.settings)
+        let jan = try Self.overview(c, from: 0, to: 30)
+        #expect(jan.activeSubscriptions == 2 && jan.newSubscriptions == 2 && jan.churnedVoluntary + jan.churnedBilling == 0)
+        #expect(jan.mrr == [Overview.Money(currency: "JPY", amount: 2_180, bySource: ["appStore": 980, "stripe": 1_200])])
+        // The App Store's proceeds after its 15 % commission; the provider's fee is not known: none deducted.
+        #expect(jan.revenue == [Overview.Revenue(currency: "JPY", bySource: ["appStore": .init(gross: 980, refunded: 0, proceeds: 833),
+                                                                             "stripe": .init(gross: 1_200, refunded: 0, proceeds: 1_200)])])
+        #expect(jan.revenue.first?.gross == 2_180 && jan.revenue.first?.proceeds == 2_033)
+        let web = try Self.overview(c, from: 0, to: 30, filter: MetricsFilter(source: "stripe"))
+        #expect(web.activeSubscriptions == 1 && web.mrr.first?.bySource == ["stripe": 1_200] && web.revenue.first?.gross == 1_200)
+        // February: the web subscription renewed on day 36; the App Store's was not renewed (no transaction yet).
+        let feb = try Self.overview(c, from: 31, to: 58)
+        #expect(feb.activeSubscriptions == 1 && feb.revenue.first?.bySource == ["stripe": .init(gross: 1_200, refunded: 0, proceeds: 1_200)])
+        // Shares round-trip with their sources; one stored before sources (six fields) is the App Store's, coins none.
+        #expect(Contribution(json: c.json) == c)
+        let legacy = Contribution(json: #"[["gross","b","m","JPY",3,980],["coinsSold","","","",3,500]]"#)
+        #expect(legacy?.cells.keys.map(\.source).sorted() == ["", "appStore"])
+    }
+
+    @Test func aWebSubscriptionsRetriesRefundsAndEnd() throws {
+        let period = [Self.web("in_1", day: 0, until: 30, price: 1_000)]
+        func overview(_ e: ExternalEntitlement, _ purchases: [ExternalPurchaseFact] = period, to: Int64 = 70) throws -> Overview {
+            try Self.overview(Contributions.of(CustomerFacts(customerId: "c", externalPurchases: purchases, externalEntitlements: [e]),
+                                               settings: Self.settings), from: 0, to: to)
+        }
+        // Past due: served while the provider retries (to the new period's end), without MRR; not churned yet.
+        let retrying = try overview(Self.entitlement(.pastDue, until: 60), to: 45)
+        #expect(retrying.activeSubscriptions == 1 && retrying.mrr.isEmpty && retrying.churnedBilling == 0)
+        // Unpaid after the retries: access ended with the paid period, a billing churn.
+        let unpaid = try overview(Self.entitlement(.pending, until: 60))
+        #expect(unpaid.activeSubscriptions == 0 && unpaid.churnedBilling == 1)
+        #expect(try Self.overview(Contributions.of(CustomerFacts(customerId: "c", externalPurchases: period,
+                                                                 externalEntitlements: [Self.entitlement(.pending, until: 60)]),
+                                                   settings: Self.settings), from: 30, to: 30).churnedBilling == 1, "dated when access ended")
+        // Cancelled at the period's end: voluntary; a partial refund counts once, its amount on its day.
+        let partial = [Self.web("in_1", day: 0, until: 30, price: 1_000, refunds: [(400, 10)])]
+        let cancelled = try overview(Self.entitlement(.active, until: 30, autoRenew: false), partial)
+        #expect(cancelled.churnedVoluntary == 1 && cancelled.refundCount == 1)
+        #expect(cancelled.revenue.first?.bySource["stripe"] == .init(gross: 1_000, refunded: 400, proceeds: 600))
+        // Refunded in full: access ends on the refund's day.
+        let refunded = [Self.web("in_1", day: 0, until: 30, price: 1_000, refunds: [(400, 10), (600, 12)])]
+        let r = try overview(Self.entitlement(.active, until: 30), refunded, to: 12)
+        #expect(r.activeSubscriptions == 0 && r.churnedVoluntary == 1 && r.refundCount == 1 && r.revenue.first?.refunded == 1_000)
+        // A web coin pack is revenue of its source, and no subscription.
+        let coins = try overview(Self.entitlement(.ended, until: 0), [Self.web("pi_1", day: 3, until: nil, price: 600, subscription: nil,
+                                                                             product: "coins", kind: .consumable)])
+        #expect(coins.revenue.first?.bySource == ["stripe": .init(gross: 600, refunded: 0, proceeds: 600)] && coins.newSubscriptions == 0)
     }
 }

@@ -44,9 +44,9 @@ import Testing
                     "\(label) trialConversions \(o.trialsStarted) \(o.trialsConverted) \(o.trialConversionRate)")
             #expect(o.churnedVoluntary == voluntary && o.churnedBilling == billing && o.churnRate == churnRate,
                     "\(label) churned \(o.churnedVoluntary) \(o.churnedBilling) \(o.churnRate)")
-            #expect(o.mrr == (mrr == 0 ? [] : [Overview.Money(currency: "JPY", amount: mrr)]), "\(label) mrr \(o.mrr)")
-            #expect(o.revenue == (gross == 0 ? [] : [Overview.Revenue(currency: "JPY", gross: gross, refunded: refunded, proceeds: proceeds)]),
-                    "\(label) revenue \(o.revenue)")
+            #expect(o.mrr == (mrr == 0 ? [] : [Overview.Money(currency: "JPY", amount: mrr, bySource: ["appStore": mrr])]), "\(label) mrr \(o.mrr)")
+            #expect(o.revenue == (gross == 0 ? [] : [Overview.Revenue(currency: "JPY", bySource: [
+                "appStore": .init(gross: gross, refunded: refunded, proceeds: proceeds)])]), "\(label) revenue \(o.revenue)")
             #expect(o.refundCount == refunds && o.refundRate == refundRate, "\(label) refunds \(o.refundCount) \(o.refundRate)")
             #expect(o.coinsSold == sold && o.coinsSpent == spent && o.coinsGrantedFree == grantedFree && o.coinsOutstandingPaid == outstanding,
                     "\(label) coins \(o.coinsSold) \(o.coinsSpent) \(o.coinsGrantedFree) \(o.coinsOutstandingPaid)")
@@ -60,9 +60,11 @@ import Testing
             case "newSubscriptions": return .int(new)
             case "trialConversions": return ["started": .int(trialsStarted), "converted": .int(converted), "rate": .double(trialRate)]
             case "churned": return ["voluntary": .int(voluntary), "billing": .int(billing), "rate": .double(churnRate)]
-            case "mrr": return .array(mrr == 0 ? [] : [["currency": "JPY", "amount": .int(mrr)]])
+            case "mrr": return .array(mrr == 0 ? [] : [["currency": "JPY", "amount": .int(mrr), "bySource": ["appStore": .int(mrr)]]])
             case "revenue":
-                return .array(gross == 0 ? [] : [["currency": "JPY", "gross": .int(gross), "refunded": .int(refunded), "proceeds": .int(proceeds)]])
+                let amounts: JSONValue = ["gross": .int(gross), "refunded": .int(refunded), "proceeds": .int(proceeds)]
+                return .array(gross == 0 ? [] : [["currency": "JPY", "gross": .int(gross), "refunded": .int(refunded), "proceeds": .int(proceeds),
+                                                  "bySource": ["appStore": amounts]]])
             case "refunds": return ["count": .int(refunds), "rate": .double(refundRate)]
             default:
                 return ["sold": .int(sold), "spent": .int(spent), "grantedFree": .int(grantedFree), "outstandingPaid": .int(outstanding)]

@@ -125,7 +125,7 @@ import Testing
         let mine = lines.filter { $0["customerId"] == "u1" }
         #expect(mine.map { $0["sequence"]?.int64Value ?? 0 } == Array(1...version))
         let types = mine.compactMap { $0["type"]?.stringValue }
-        for expected in ["customer.created", "coins.credited", "coins.spent", "subscription.started", "subscription.renewed"] {
+        for expected in ["customer.created", "coins.credited", "coins.spent", "subscription.started", "entitlement.granted", "subscription.renewed"] {
             #expect(types.contains(expected), "\(expected) in \(types)")
         }
         #expect(types.filter { $0 == "coins.credited" }.count == 1, "the purchase is credited once (the app's POST and the notification)")

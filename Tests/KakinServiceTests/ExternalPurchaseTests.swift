@@ -205,8 +205,9 @@ import Testing
             #expect(try await state()["expiresAt"] == .string(Timestamp.rfc3339(t0 + 3 * month)))
 
             // The deletion told Kakin both that auto-renew was off and that it ended.
-            #expect(try await w.eventTypes("u1") == ["customer.created", "subscription.started", "subscription.renewed", "subscription.renewed",
-                                                       "subscription.auto_renew_changed", "subscription.expired"])
+            #expect(try await w.eventTypes("u1") == ["customer.created", "subscription.started", "entitlement.granted", "subscription.renewed",
+                                                       "subscription.renewed", "subscription.auto_renew_changed", "subscription.expired",
+                                                       "entitlement.revoked"])
             // A subscription moves no coins: the ledger stays empty, the money is in the purchases.
             #expect(try await w.wallet("u1") == WalletBalance())
             #expect(try await w.ledger("u1").isEmpty)
@@ -235,8 +236,8 @@ import Testing
             #expect(try await w.status("u1")["subscriptions"]?.arrayValue?.first?["state"] == "revoked")
             #expect(try await w.status("u1")["status"] == "inactive")
             // The refund's fact first, then the transitions the status shows (as for an App Store revocation).
-            #expect(try await w.eventTypes("u1") == ["customer.created", "subscription.started", "purchase.refunded",
-                                                       "subscription.auto_renew_changed", "subscription.revoked"])
+            #expect(try await w.eventTypes("u1") == ["customer.created", "subscription.started", "entitlement.granted", "purchase.refunded",
+                                                       "subscription.auto_renew_changed", "subscription.revoked", "entitlement.revoked"])
             // A refund of a charge Kakin has not recorded yet is refused, so Stripe delivers it again later.
             let unknown: JSONValue = ["id": "ch_X", "object": "charge", "amount": 120, "amount_refunded": 120, "currency": "jpy", "payment_intent": "pi_X"]
             await #expect(throws: KakinError.self) { try await w.stripe("charge.refunded", id: "evt_r3", unknown) }
@@ -293,11 +294,12 @@ import Testing
             w.set(t0 + 61 * Self.day)
             #expect(try await w.status("u1")["status"] == "inactive")
             #expect(try await sources() == ["appStore": "expired", "web": "expired"])
-            // Told as they happened: the App Store's start, the web's start (with its source), the App Store's expiry (told with
-            // the web renewal's write), the web renewal.
+            // Told as they happened: the App Store's start and the group granted, the web's start (with its source; the group
+            // was served already), the App Store's expiry (told with the web renewal's write), the web renewal. The web's
+            // end, which no write told yet, revokes the group with the next change.
             let events = try await w.store.customerEvents(customerId: "u1", afterSequence: 0, limit: 100)
-            #expect(events.map(\.type) == ["customer.created", "subscription.started", "subscription.started", "subscription.expired",
-                                           "subscription.renewed"])
+            #expect(events.map(\.type) == ["customer.created", "subscription.started", "entitlement.granted", "subscription.started",
+                                           "subscription.expired", "subscription.renewed"])
             #expect(events.filter { $0.type == "subscription.started" }.compactMap { try? JSONParser.parse($0.payload)["data"]?["source"]?.stringValue }
                     == ["appStore", "web"])
             #expect(try await w.wallet("u1") == WalletBalance())

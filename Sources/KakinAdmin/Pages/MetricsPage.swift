@@ -11,6 +11,7 @@ enum MetricsPage {
         var to: String
         var bundleId: String?
         var productId: String?
+        var source: String?
         var interval: MetricsInterval
     }
 
@@ -21,13 +22,14 @@ enum MetricsPage {
         var bars: Bool
     }
 
-    static func render(session: AdminSession, query: Query, apps: [String], products: [String], overview: Overview,
-                       perProduct: [(productId: String, overview: Overview)], charts: [Chart]) -> HTML {
+    static func render(session: AdminSession, query: Query, apps: [String], products: [String], sources: [String], overview: Overview,
+                       perProduct: [(productId: String, overview: Overview)], charts: [Chart], notice: HTML = .empty) -> HTML {
         func option(_ value: String, _ label: String, _ selected: Bool) -> HTML {
             selected ? "<option value=\"\(value)\" selected>\(label)</option>" : "<option value=\"\(value)\">\(label)</option>"
         }
         let appOptions = [option("", "All apps", query.bundleId == nil)] + apps.map { option($0, $0, query.bundleId == $0) }
         let productOptions = [option("", "All products", query.productId == nil)] + products.map { option($0, $0, query.productId == $0) }
+        let sourceOptions = [option("", "All sources", query.source == nil)] + sources.map { option($0, $0, query.source == $0) }
         let intervalOptions = MetricsInterval.allCases.map { option($0.rawValue, $0.rawValue, query.interval == $0) }
         let money = { (list: [Overview.Money]) -> String in list.isEmpty ? "0" : list.map { "\(Fmt.number($0.amount)) \($0.currency)" }.joined(separator: " · ") }
         let revenue = overview.revenue.isEmpty ? "0" : overview.revenue.map { "\(Fmt.number($0.gross)) \($0.currency)" }.joined(separator: " · ")
@@ -57,7 +59,7 @@ enum MetricsPage {
                 <td class="num">\(gross.isEmpty ? "0" : gross)</td><td class="num">\(Fmt.number(o.refundCount))</td></tr>
                 """
         }
-        return Layout.page("Numbers", session: session, """
+        return Layout.page("Numbers", session: session, notice: notice, """
             <h1>Numbers</h1>
             <section class="card">
             <form class="inline" method="get" action="/admin/metrics">
@@ -65,6 +67,7 @@ enum MetricsPage {
             <label>To<input type="date" name="to" value="\(query.to)"></label>
             <label>App<select name="bundleId">\(appOptions)</select></label>
             <label>Product<select name="productId">\(productOptions)</select></label>
+            <label>Source<select name="source">\(sourceOptions)</select></label>
             <label>Interval<select name="interval">\(intervalOptions)</select></label>
             <button type="submit">Show</button>
             </form>
@@ -73,11 +76,34 @@ enum MetricsPage {
             </section>
             <div class="grid metrics">\(cardHTML)</div>
             <div class="grid charts">\(charts.map(svg))</div>
+            <section class="card"><h2>By source</h2>
+            <div class="scroll"><table><tr><th>source</th><th class="num">MRR</th><th class="num">gross</th><th class="num">refunded</th>\
+            <th class="num">proceeds</th></tr>\(bySource(overview))</table></div>
+            <p class="muted small">The App Store's proceeds are after the app's <code>commissionRate</code>; a web provider's are gross \
+            less refunds (its fee is not known to Kakin).</p>
+            </section>
             <section class="card"><h2>By product</h2>
             <div class="scroll"><table><tr><th>product</th><th class="num">active</th><th class="num">trials</th><th class="num">new</th>\
             <th class="num">converted</th><th class="num">churned</th><th class="num">gross</th><th class="num">refunds</th></tr>\(rows)</table></div>
             </section>
             """)
+    }
+
+    /// One row per source: its MRR at the end and its revenue in the range, per currency.
+    static func bySource(_ o: Overview) -> [HTML] {
+        let sources = Set(o.mrr.flatMap(\.bySource.keys)).union(o.revenue.flatMap(\.bySource.keys)).sorted()
+        return sources.map { source -> HTML in
+            func list(_ items: [(String, Int64)]) -> String {
+                let kept = items.filter { $0.1 != 0 }
+                return kept.isEmpty ? "0" : kept.map { "\(Fmt.number($0.1)) \($0.0)" }.joined(separator: " · ")
+            }
+            let mrr = list(o.mrr.map { ($0.currency, $0.bySource[source] ?? 0) })
+            let r = o.revenue.map { ($0.currency, $0.bySource[source]) }
+            return """
+                <tr><td><code>\(source)</code></td><td class="num">\(mrr)</td><td class="num">\(list(r.map { ($0.0, $0.1?.gross ?? 0) }))</td>\
+                <td class="num">\(list(r.map { ($0.0, $0.1?.refunded ?? 0) }))</td><td class="num">\(list(r.map { ($0.0, $0.1?.proceeds ?? 0) }))</td></tr>
+                """
+        }
     }
 
     static func percent(_ r: Double) -> String {

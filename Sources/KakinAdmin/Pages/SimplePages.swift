@@ -20,7 +20,7 @@ enum SignInPage {
 }
 
 enum HomePage {
-    static func render(session: AdminSession, depth: [InboxDepth], nowMs: Int64) -> HTML {
+    static func render(session: AdminSession, depth: [InboxDepth], nowMs: Int64, notice: HTML = .empty) -> HTML {
         let rows = depth.map { d -> HTML in
             let age = d.oldestReceivedMs.map { Fmt.time($0) } ?? "—"
             return """
@@ -28,7 +28,7 @@ enum HomePage {
                 <td class="num">\(Fmt.number(d.count))</td><td class="when">\(age)</td></tr>
                 """
         }
-        return Layout.page("Support desk", session: session, """
+        return Layout.page("Support desk", session: session, notice: notice, """
             <h1>Support desk</h1>
             <section class="card">
             <h2>Find a purchase</h2>

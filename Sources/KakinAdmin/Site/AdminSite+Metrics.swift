@@ -4,8 +4,9 @@ import KakinMetrics
 import KakinService
 
 extension SupportDesk {
-    /// `/admin/metrics?from&to&bundleId&productId&interval`: the overview, one chart per number, and the per-product
-    /// breakdown. Defaults: the last 90 days up to today (the apps' reporting zone), weekly.
+    /// `/admin/metrics?from&to&bundleId&productId&source&interval`: the overview, one chart per number, the split by
+    /// source and by product, and a warning when the numbers' worker is held back. Defaults: the last 90 days up to today
+    /// (the apps' reporting zone), weekly.
     public func metricsPage(_ request: HTTPRequest) async -> HTTPResponse {
         await page(request) { session throws(KakinError) in
             let numbers = services.businessMetrics
@@ -15,7 +16,9 @@ extension SupportDesk {
             let to = value("to") ?? CivilDay.string(today)
             let from = value("from") ?? CivilDay.string((CivilDay.parse(to) ?? today) - 89)
             guard let interval = MetricsInterval(rawValue: value("interval") ?? "week") else { throw KakinError(.invalidMetricsQuery) }
-            let filter = MetricsFilter(bundleId: value("bundleId"), productId: value("productId"))
+            let sources = Array(Set(try await numbers.sources()).union([PurchaseSource.appStore])).sorted()
+            guard value("source").map(sources.contains) ?? true else { throw KakinError(.invalidMetricsQuery, "No numbers for this source.") }
+            let filter = MetricsFilter(bundleId: value("bundleId"), productId: value("productId"), source: value("source"))
             let overview = try await numbers.overview(from: from, to: to, filter: filter)
             var series: [String: JSONValue] = [:]
             for name in ["activeSubscriptions", "activeTrials", "newSubscriptions", "churned", "mrr", "revenue", "refunds", "coins"] {
@@ -50,8 +53,10 @@ extension SupportDesk {
                 perProduct.append((p, try await numbers.overview(from: from, to: to, filter: f)))
             }
             return Layout.response(MetricsPage.render(session: session, query: .init(from: from, to: to, bundleId: filter.bundleId,
-                                                                                     productId: filter.productId, interval: interval),
-                                                      apps: apps, products: products, overview: overview, perProduct: perProduct, charts: charts))
+                                                                                     productId: filter.productId, source: filter.source,
+                                                                                     interval: interval),
+                                                      apps: apps, products: products, sources: sources, overview: overview, perProduct: perProduct,
+                                                      charts: charts, notice: await heldBackWarning()))
         }
     }
 }

@@ -55,8 +55,28 @@ extension SupportDesk {
 
     public func homePage(_ request: HTTPRequest) async -> HTTPResponse {
         await page(request) { session throws(KakinError) in
-            Layout.response(HomePage.render(session: session, depth: try await store.inboxDepth(), nowMs: clock.nowMs()))
+            Layout.response(HomePage.render(session: session, depth: try await store.inboxDepth(), nowMs: clock.nowMs(),
+                                            notice: await heldBackWarning()))
         }
+    }
+
+    /// A warning naming each reader of the events outbox held back past the events' retention
+    /// (`WebhookDeliveryWorker.heldBackCursors`): the events it has not read are kept, so nothing is lost, but the outbox
+    /// grows until it catches up. Shown on the home and numbers pages.
+    func heldBackWarning() async -> HTML {
+        guard let cursors = try? await services.webhooks.heldBackCursors() else { return .empty }
+        let held = cursors.filter(\.heldBack).map(\.cursor)
+        if held.isEmpty { return .empty }
+        let items = held.map { cursor -> HTML in
+            cursor == "metrics"
+                ? "<li><code>metrics</code>: the business numbers' worker is behind; the numbers miss what it has not read yet.</li>"
+                : "<li><code>\(cursor)</code>: events wait to be fanned out to this endpoint.</li>"
+        }
+        return """
+            <div class="problem"><p>Events older than the retention (\(services.webhooks.options.retentionDays) days) are kept, not purged, \
+            for readers that have not read them yet (<code>kakin_outbox_cursor_held_back</code>):</p><ul>\(items)</ul>\
+            <p>Check that Kakin's workers run and what its log says; the outbox grows until they catch up.</p></div>
+            """
     }
 
     public func signInPage(_ request: HTTPRequest) async -> HTTPResponse {

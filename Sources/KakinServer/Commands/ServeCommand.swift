@@ -75,7 +75,9 @@ public final class KakinRuntime: Sendable {
         let (app, database) = try await makeApp(options)
         do {
             // Endpoints take the events committed from now on: registered before the first request can change anything.
+            // The business numbers' cursor too, so the outbox's retention waits for it.
             try await app.services.webhooks.prepare()
+            try await app.services.businessMetrics.prepare()
         } catch {
             await database.close()
             throw error

@@ -1,5 +1,6 @@
 import HTTPServer
 import KakinCore
+import KakinExternal
 import KakinMetrics
 import KakinService
 
@@ -24,7 +25,12 @@ extension KakinApp {
         if let currency, currency.utf8.count != 3 || !currency.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
             throw KakinError(.invalidMetricsQuery, "currency is an ISO 4217 code such as USD.")
         }
-        return MetricsFilter(bundleId: try optional("bundleId", max: 255), productId: try optional("productId", max: 255), currency: currency)
+        let source = try optional("source", max: ExternalPurchaseInput.providerLengthMax)
+        if let source, !PurchaseSource.isStore(source), !ExternalPurchaseInput.isProvider(source) {
+            throw KakinError(.invalidMetricsQuery, "source is appStore, googlePlay or a provider's name such as stripe.")
+        }
+        return MetricsFilter(bundleId: try optional("bundleId", max: 255), productId: try optional("productId", max: 255), source: source,
+                             currency: currency)
     }
 
     func getMetric(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {

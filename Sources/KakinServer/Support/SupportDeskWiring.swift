@@ -54,7 +54,8 @@ extension KakinApp {
         sampled.inbox = try? await store.inboxDepth()
         sampled.database = databaseFigures()
         sampled.recentErrorsDropped = desk.errors.droppedCount
-        return metrics.prometheusText(sampled) + postgresMetricsText() + (await webhookMetricsText()) + (await businessMetricsText())
+        return metrics.prometheusText(sampled) + postgresMetricsText() + (await webhookMetricsText()) + (await outboxMetricsText())
+            + (await businessMetricsText())
     }
 
     /// Writes the buffered errors (the background loop's pass; also run at shutdown).

@@ -46,3 +46,16 @@ extension KakinApp {
         return out
     }
 }
+
+/// The outbox's readers in `/metrics`: `kakin_outbox_cursor_held_back{cursor}` (1 when a cursor's first unread event is
+/// older than `events.retentionDays`: retention keeps those events for it, so the outbox grows until it catches up;
+/// `cursor` is `webhook:<endpoint id>` or `metrics`, the business numbers' rollup worker). Read at scrape time.
+extension KakinApp {
+    func outboxMetricsText() async -> String {
+        guard let cursors = try? await services.webhooks.heldBackCursors(), !cursors.isEmpty else { return "" }
+        var out = "# HELP kakin_outbox_cursor_held_back 1 when the cursor has not read an event older than the events' retention (kept for it).\n"
+        out += "# TYPE kakin_outbox_cursor_held_back gauge\n"
+        for c in cursors { out += "kakin_outbox_cursor_held_back{cursor=\"\(c.cursor)\"} \(c.heldBack ? 1 : 0)\n" }
+        return out
+    }
+}

@@ -53,13 +53,37 @@ public final class BusinessMetrics: Sendable {
 
     static func facts(_ stored: StoredMetricFacts) -> CustomerFacts {
         CustomerFacts(customerId: stored.customerId, transactions: stored.transactions, renewalInfos: stored.renewalInfos,
-                      ledger: stored.ledger.map { LedgerFact(kind: $0.kind, paidDelta: $0.paidDelta, freeDelta: $0.freeDelta, atMs: $0.atMs) })
+                      ledger: stored.ledger.map { LedgerFact(kind: $0.kind, paidDelta: $0.paidDelta, freeDelta: $0.freeDelta, atMs: $0.atMs) },
+                      externalPurchases: stored.externalPurchases.compactMap(fact), externalEntitlements: stored.externalEntitlements)
+    }
+
+    /// A purchase outside the App Store as the numbers read it (nil until its product's kind is known: not applied).
+    static func fact(_ row: ExternalPurchaseRow) -> ExternalPurchaseFact? {
+        guard row.applied, let productId = row.productId, let kind = row.productKind.flatMap(ProductKind.init(rawValue:)) else { return nil }
+        let refunds = (row.refunds.arrayValue ?? []).compactMap { r -> ExternalPurchaseFact.Refund? in
+            guard let amount = r["amount"]?.int64Value, let at = r["atMs"]?.int64Value else { return nil }
+            return ExternalPurchaseFact.Refund(amount: amount, atMs: at)
+        }
+        return ExternalPurchaseFact(source: row.provider, externalId: row.externalId, bundleId: row.bundleId, productId: productId, kind: kind,
+                                    price: row.price, currency: row.currency, purchasedAtMs: row.purchasedAtMs, periodStartMs: row.periodStartMs,
+                                    expiresAtMs: row.expiresAtMs, subscriptionId: row.subscriptionId, refunds: refunds)
     }
 
     static func cells(_ c: Contribution) -> [MetricCell] {
         c.cells.keys.sorted().map { k in
-            MetricCell(metric: k.metric, bundleId: k.bundleId, productId: k.productId, currency: k.currency, day: k.day, value: c.cells[k]!)
+            MetricCell(metric: k.metric, bundleId: k.bundleId, productId: k.productId, source: k.source, currency: k.currency, day: k.day,
+                       value: c.cells[k]!)
         }
+    }
+
+    static func key(_ c: MetricCell) -> RollupKey {
+        RollupKey(metric: c.metric, bundleId: c.bundleId, productId: c.productId, source: c.source, currency: c.currency, day: c.day)
+    }
+
+    /// Gives the rollup worker its place in the events outbox unless it has one (the start), so the outbox's retention
+    /// waits for it from now on. Awaited before the process takes requests, beside the webhooks' `prepare`.
+    public func prepare() async throws(KakinError) {
+        try await store.transaction { r in try r.registerMetricsCursor() }
     }
 
     // MARK: Keeping up
@@ -86,8 +110,11 @@ public final class BusinessMetrics: Sendable {
         return events
     }
 
-    /// Moves the rollups by each share's difference from the stored one and stores the shares (inside a write).
-    static func apply(_ shares: [(String, Contribution)], _ r: Records) throws {
+    /// Moves the rollups by each share's difference from the stored one and stores the shares (inside a write). Answers
+    /// what the rollups moved by.
+    @discardableResult
+    static func apply(_ shares: [(String, Contribution)], _ r: Records) throws -> Contribution {
+        var moved = Contribution()
         var start = 0
         while start < shares.count {
             let page = Array(shares[start..<min(shares.count, start + KakinStore.metricFactsCustomersMax)])
@@ -102,9 +129,11 @@ public final class BusinessMetrics: Sendable {
                 guard !delta.isEmpty else { continue }
                 try r.addToMetricDays(cells(delta))
                 try r.setMetricContribution(customerId: customerId, cells: share.isEmpty ? nil : share.json)
+                moved.add(delta)
             }
             start += page.count
         }
+        return moved
     }
 
     /// Recomputes these customers' shares from their facts and moves the rollups by each difference, reading and writing
@@ -153,41 +182,93 @@ public final class BusinessMetrics: Sendable {
         /// Cells whose stored value differed (0: the incremental rollups were exactly what the facts say).
         public var differing: Int
         public var sample: [String]
+        /// Writes it took (one per customer range, and one to take out what the rollups held beyond the shares).
+        public var writes: Int
+        /// Customers changed between a range's read and its write, left to the rollup worker.
+        public var leftToTheWorker: Int
     }
 
-    /// Recomputes every customer's share and the rollups from the facts alone, compares them with what is stored, and
-    /// replaces what is stored, all in one write (the cursor moves to the end of the feed in it). Ingest waits for it
-    /// on SQLite; on PostgreSQL a conflicting write makes it run again.
-    public func rebuild() async throws(KakinError) -> RebuildResult {
-        let settings = settings
-        return try await store.transaction { r in
-            var total = Contribution()
-            var shares: [(customerId: String, cells: String)] = []
+    /// Customers recomputed per range of a rebuild, at most: each range's facts are read on one snapshot, then one short
+    /// write moves the rollups, so ingest goes on between (and beside) them.
+    public static let rebuildCustomersPerWrite = 250
+
+    /// Recomputes every customer's share and the rollups from the facts alone and corrects what is stored, in bounded
+    /// steps while ingest and the rollup worker go on:
+    /// 1. on one snapshot, what the rollups hold beyond the sum of the stored shares (nothing, unless they were written
+    ///    another way), taken out in one write — every write keeps "rollups − shares" as it is, so it is still that;
+    /// 2. customer ranges in ID order, `customersPerWrite` each: their facts, stored shares and last event sequences read
+    ///    on one snapshot and their shares recomputed (no write is held meanwhile); then ONE short write moves the rollups
+    ///    by each share's difference from the stored one and stores it, for each customer whose stored share and last
+    ///    event are still as read. A customer changed meanwhile is left as it is: its change has an event past the rollup
+    ///    worker's cursor, or the worker's pass that stored its share read facts at least as new.
+    /// `differing` counts the cells the rebuild corrected: 0 when the incremental rollups were exact (with ingest going on,
+    /// customers whose facts changed since the worker's last pass count too). `afterWrite` is told the customers done.
+    public func rebuild(customersPerWrite: Int = rebuildCustomersPerWrite,
+                        afterWrite: @Sendable (Int) async -> Void = { _ in }) async throws(KakinError) -> RebuildResult {
+        precondition((1...KakinStore.metricFactsCustomersMax).contains(customersPerWrite), "a rebuild's range fits one facts read")
+        let drift = try await store.snapshot { r -> Contribution in
+            var held = Contribution(), shares = Contribution()
+            for c in try r.allMetricDays() { held.add(Self.key(c), c.value) }
             var after: String?
-            var customers = 0
             while true {
-                let page = try r.customerIds(after: after, limit: KakinStore.metricFactsCustomersMax)
+                let page = try r.metricContributions(after: after, limit: KakinStore.metricFactsCustomersMax)
                 guard let last = page.last else { break }
-                for facts in try r.metricFacts(customerIds: page) {
-                    let share = Contributions.of(Self.facts(facts), settings: settings)
-                    total.add(share)
-                    if !share.isEmpty { shares.append((facts.customerId, share.json)) }
+                for share in page {
+                    guard let parsed = Contribution(json: share.cells) else { preconditionFailure("a stored share is always readable") }
+                    shares.add(parsed)
                 }
-                customers += page.count
-                after = last
+                after = last.customerId
             }
-            var stored = Contribution()
-            for c in try r.allMetricDays() {
-                stored.add(RollupKey(metric: c.metric, bundleId: c.bundleId, productId: c.productId, currency: c.currency, day: c.day), c.value)
-            }
-            let diff = total.minus(stored)
-            let sample = diff.cells.keys.sorted().prefix(5).map { k in
-                "\(k.metric) \(k.bundleId) \(k.productId) \(k.currency) \(CivilDay.string(k.day)): stored \(stored.cells[k] ?? 0), facts \(total.cells[k] ?? 0)"
-            }
-            try r.replaceMetrics(days: Self.cells(total), contributions: shares)
-            try r.setMetricsCursor(try r.eventFeedEnd())
-            return RebuildResult(customers: customers, cells: total.cells.count, differing: diff.cells.count, sample: Array(sample))
+            return held.minus(shares)
         }
+        var correction = Contribution().minus(drift)
+        var writes = 0
+        if !drift.isEmpty {
+            try await store.transaction { r in try r.addToMetricDays(Self.cells(Contribution().minus(drift))) }
+            writes += 1
+        }
+        struct Recomputed: Sendable {
+            var customerId: String
+            var share: Contribution
+            /// The stored share and the last event sequence it was computed beside.
+            var stored: String?
+            var lastEvent: Int64?
+        }
+        let settings = settings
+        var total = Contribution()
+        var customers = 0, left = 0
+        var after: String?
+        while true {
+            let from = after
+            let range = try await store.snapshot { r -> [Recomputed] in
+                let page = try r.customerIds(after: from, limit: customersPerWrite)
+                let stored = try r.metricContributions(customerIds: page), events = try r.lastEventSequences(customerIds: page)
+                return try r.metricFacts(customerIds: page).map { facts in
+                    Recomputed(customerId: facts.customerId, share: Contributions.of(Self.facts(facts), settings: settings),
+                               stored: stored[facts.customerId], lastEvent: events[facts.customerId])
+                }
+            }
+            guard let last = range.last else { break }
+            let (moved, applied) = try await store.transaction { r -> (Contribution, Int) in
+                let ids = range.map(\.customerId)
+                let stored = try r.metricContributions(customerIds: ids), events = try r.lastEventSequences(customerIds: ids)
+                let unchanged = range.filter { stored[$0.customerId] == $0.stored && events[$0.customerId] == $0.lastEvent }
+                return (try Self.apply(unchanged.map { ($0.customerId, $0.share) }, r), unchanged.count)
+            }
+            writes += 1
+            for c in range { total.add(c.share) }
+            correction.add(moved)
+            customers += range.count
+            left += range.count - applied
+            after = last.customerId
+            await afterWrite(customers)
+        }
+        let sample = correction.cells.keys.sorted().prefix(5).map { k in
+            let facts = total.cells[k] ?? 0
+            return "\(k.metric) \(k.bundleId) \(k.productId) \(k.source) \(k.currency) \(CivilDay.string(k.day)): stored \(facts - correction.cells[k]!), facts \(facts)"
+        }
+        return RebuildResult(customers: customers, cells: total.cells.count, differing: correction.cells.count, sample: Array(sample), writes: writes,
+                             leftToTheWorker: left)
     }
 
     // MARK: Reading
@@ -206,7 +287,9 @@ public final class BusinessMetrics: Sendable {
 
     static func sums(_ cells: [MetricCell]) -> RollupSums {
         var s = RollupSums()
-        for c in cells { s.add(RollupSums.Key(metric: c.metric, bundleId: c.bundleId, productId: c.productId, currency: c.currency), c.value) }
+        for c in cells {
+            s.add(RollupSums.Key(metric: c.metric, bundleId: c.bundleId, productId: c.productId, source: c.source, currency: c.currency), c.value)
+        }
         return s
     }
 
@@ -231,15 +314,18 @@ public final class BusinessMetrics: Sendable {
         }
         let (before, cells) = try await store.metricSeriesCells(levels: Self.levels, fromDay: a, toDay: b)
         var days: [RollupKey: Int64] = [:]
-        for c in cells {
-            days[RollupKey(metric: c.metric, bundleId: c.bundleId, productId: c.productId, currency: c.currency, day: c.day), default: 0] += c.value
-        }
+        for c in cells { days[Self.key(c), default: 0] += c.value }
         do {
             return try SeriesBuilder.build(name: name, interval: interval, fromDay: a, toDay: b, levelsBefore: Self.sums(before), days: days,
                                            filter: filter, settings: settings)
         } catch {
             throw Self.error(error)
         }
+    }
+
+    /// The sources the numbers count anything for (`appStore`, `googlePlay`, providers): the desk's source filter.
+    public func sources() async throws(KakinError) -> [String] {
+        try await store.metricSources()
     }
 
     static func error(_ e: MetricsQueryError) -> KakinError {

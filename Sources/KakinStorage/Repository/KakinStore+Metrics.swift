@@ -1,18 +1,20 @@
 import KakinCore
 
-/// One rollup cell as stored (`metric_days`): a metric for an app, a product and a currency on a local date.
+/// One rollup cell as stored (`metric_days`): a metric for an app, a product, a source and a currency on a local date.
 public struct MetricCell: Sendable, Hashable {
     public var metric: String
     public var bundleId: String
     public var productId: String
+    public var source: String
     public var currency: String
     public var day: Int64
     public var value: Int64
 
-    public init(metric: String, bundleId: String, productId: String, currency: String, day: Int64, value: Int64) {
+    public init(metric: String, bundleId: String, productId: String, source: String, currency: String, day: Int64, value: Int64) {
         self.metric = metric
         self.bundleId = bundleId
         self.productId = productId
+        self.source = source
         self.currency = currency
         self.day = day
         self.value = value
@@ -28,12 +30,15 @@ public struct MetricLedgerRow: Sendable, Hashable {
 }
 
 /// A customer's stored facts for the numbers: the newest copy of every transaction it owns (consumables too), the
-/// renewal info of each of its subscriptions, its ledger entries.
+/// renewal info of each of its subscriptions, its ledger entries, the purchases outside the App Store applied to it and
+/// the entitlements they give.
 public struct StoredMetricFacts: Sendable {
     public var customerId: String
     public var transactions: [TransactionPayload] = []
     public var renewalInfos: [RenewalInfoPayload] = []
     public var ledger: [MetricLedgerRow] = []
+    public var externalPurchases: [ExternalPurchaseRow] = []
+    public var externalEntitlements: [ExternalEntitlement] = []
 }
 
 extension KakinStore {
@@ -68,6 +73,15 @@ extension Records {
             facts[c]?.ledger.append(MetricLedgerRow(kind: r.string("kind") ?? "", paidDelta: r.int("paid_delta") ?? 0,
                                                     freeDelta: r.int("free_delta") ?? 0, atMs: r.int("at_ms") ?? 0))
         }
+        for r in try db.query("SELECT \(Self.purchaseColumns) FROM external_purchases WHERE customer_id IN (\(list)) AND applied = 1", ids) {
+            let row = Self.purchaseRow(r)
+            if let c = row.customerId { facts[c]?.externalPurchases.append(row) }
+        }
+        for r in try db.query("SELECT customer_id, entitlement FROM external_entitlements WHERE customer_id IN (\(list))", ids) {
+            guard let c = r.string("customer_id"),
+                  let e = r.string("entitlement").flatMap({ try? JSONParser.parse($0) }).flatMap(ExternalEntitlement.init(json:)) else { continue }
+            facts[c]?.externalEntitlements.append(e)
+        }
         return customerIds.map { facts[$0]! }
     }
 
@@ -78,6 +92,14 @@ extension Records {
     }
 
     // MARK: The outbox cursor
+
+    /// Gives the rollup worker its cursor at the start of the feed unless it has one, so the outbox's retention waits for
+    /// it from the first start on (`purgeOutbox`).
+    public func registerMetricsCursor() throws {
+        try db.execute("""
+            INSERT INTO metric_cursors (name, txid, feed_pos, updated_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING
+            """, [.text(KakinStore.metricsCursorName), .integer(EventFeedCursor.start.txid), .integer(EventFeedCursor.start.position), .integer(nowMs)])
+    }
 
     /// Where the rollup worker has read the events outbox to (the start before its first pass).
     public func metricsCursor() throws -> EventFeedCursor {
@@ -106,7 +128,7 @@ extension Records {
     /// serves), at most `limit` events, and the cursor after the last one read.
     public func customersWithEvents(after cursor: EventFeedCursor, limit: Int) throws -> (customers: [String], next: EventFeedCursor, events: Int) {
         let rows = try db.query("""
-            SELECT txid, feed_pos, customer_id FROM outbox_events WHERE (txid, feed_pos) > (?, ?)\(KakinStore.feedVisibility(db))
+            SELECT txid, feed_pos, customer_id FROM outbox_events WHERE \(KakinStore.afterFeedCursor(db))\(KakinStore.feedVisibility(db))
             ORDER BY txid, feed_pos LIMIT ?
             """, [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(limit))])
         var seen = Set<String>(), customers: [String] = []
@@ -138,6 +160,18 @@ extension Records {
         return out
     }
 
+    /// Each customer's last event sequence (absent: none yet). A rebuild compares it with what it read on a snapshot: a
+    /// customer with an event since has facts the rollup worker counts.
+    public func lastEventSequences(customerIds: [String]) throws -> [String: Int64] {
+        guard !customerIds.isEmpty else { return [:] }
+        let list = Array(repeating: "?", count: customerIds.count).joined(separator: ", ")
+        var out: [String: Int64] = [:]
+        for r in try db.query("SELECT customer_id, last_sequence FROM outbox_heads WHERE customer_id IN (\(list))", customerIds.map { .text($0) }) {
+            if let c = r.string("customer_id") { out[c] = r.int("last_sequence") ?? 0 }
+        }
+        return out
+    }
+
     /// Stores a customer's share (nil: it counts nothing, the row goes).
     public func setMetricContribution(customerId: String, cells: String?) throws {
         guard let cells else {
@@ -153,34 +187,31 @@ extension Records {
     /// Adds each cell's value to the rollups (a cell that reaches zero is removed).
     public func addToMetricDays(_ cells: [MetricCell]) throws {
         for c in cells where c.value != 0 {
-            let key: [SQLValue] = [.text(c.metric), .text(c.bundleId), .text(c.productId), .text(c.currency), .integer(c.day)]
+            let key: [SQLValue] = [.text(c.metric), .text(c.bundleId), .text(c.productId), .text(c.source), .text(c.currency), .integer(c.day)]
             let after = try db.queryOne("""
-                INSERT INTO metric_days (metric, bundle_id, product_id, currency, day, value) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (metric, bundle_id, product_id, currency, day) DO UPDATE SET value = metric_days.value + excluded.value
+                INSERT INTO metric_days (metric, bundle_id, product_id, source, currency, day, value) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (metric, bundle_id, product_id, source, currency, day) DO UPDATE SET value = metric_days.value + excluded.value
                 RETURNING value
                 """, key + [.integer(c.value)])?.int("value")
             if after == 0 {
-                try db.execute("DELETE FROM metric_days WHERE metric = ? AND bundle_id = ? AND product_id = ? AND currency = ? AND day = ?", key)
+                try db.execute("""
+                    DELETE FROM metric_days WHERE metric = ? AND bundle_id = ? AND product_id = ? AND source = ? AND currency = ? AND day = ?
+                    """, key)
             }
         }
     }
 
-    /// Every rollup cell (a rebuild's comparison; the rollups are small: metrics × products × currencies × days).
+    /// Every rollup cell (a rebuild's comparison; the rollups are small: metrics × products × sources × currencies × days).
     public func allMetricDays() throws -> [MetricCell] {
-        try db.query("SELECT metric, bundle_id, product_id, currency, day, value FROM metric_days", []).map(KakinStore.metricCell)
+        try db.query("SELECT metric, bundle_id, product_id, source, currency, day, value FROM metric_days", []).map(KakinStore.metricCell)
     }
 
-    /// Replaces every rollup cell and every share (a rebuild).
-    public func replaceMetrics(days: [MetricCell], contributions: [(customerId: String, cells: String)]) throws {
-        try db.execute("DELETE FROM metric_days", [])
-        try db.execute("DELETE FROM metric_contributions", [])
-        for c in days where c.value != 0 {
-            try db.execute("INSERT INTO metric_days (metric, bundle_id, product_id, currency, day, value) VALUES (?, ?, ?, ?, ?, ?)",
-                           [.text(c.metric), .text(c.bundleId), .text(c.productId), .text(c.currency), .integer(c.day), .integer(c.value)])
-        }
-        for (customerId, cells) in contributions {
-            try db.execute("INSERT INTO metric_contributions (customer_id, cells, updated_at_ms) VALUES (?, ?, ?)",
-                           [.text(customerId), .text(cells), .integer(nowMs)])
+    /// Stored shares in customer order after `after`, at most `limit` (a rebuild sums them page by page on one snapshot).
+    public func metricContributions(after: String?, limit: Int) throws -> [(customerId: String, cells: String)] {
+        try db.query("SELECT customer_id, cells FROM metric_contributions WHERE customer_id > ? ORDER BY customer_id LIMIT ?",
+                     [.text(after ?? ""), .integer(Int64(limit))]).compactMap { r in
+            guard let c = r.string("customer_id"), let cells = r.string("cells") else { return nil }
+            return (c, cells)
         }
     }
 }
@@ -188,7 +219,7 @@ extension Records {
 extension KakinStore {
     static func metricCell(_ r: SQLRow) -> MetricCell {
         MetricCell(metric: r.string("metric") ?? "", bundleId: r.string("bundle_id") ?? "", productId: r.string("product_id") ?? "",
-                   currency: r.string("currency") ?? "", day: r.int("day") ?? 0, value: r.int("value") ?? 0)
+                   source: r.string("source") ?? "", currency: r.string("currency") ?? "", day: r.int("day") ?? 0, value: r.int("value") ?? 0)
     }
 
     /// Rollups summed over days (`day` column answered as 0): the level metrics up to `day` (inclusive), one query.
@@ -216,7 +247,7 @@ extension KakinStore {
     public func metricSeriesCells(levels: [String], fromDay: Int64, toDay: Int64) async throws(KakinError) -> (before: [MetricCell], days: [MetricCell]) {
         try await read { db in
             (try Self.metricSums(db, levels, "day < ?", [.integer(fromDay)]),
-             try db.query("SELECT metric, bundle_id, product_id, currency, day, value FROM metric_days WHERE day BETWEEN ? AND ?",
+             try db.query("SELECT metric, bundle_id, product_id, source, currency, day, value FROM metric_days WHERE day BETWEEN ? AND ?",
                           [.integer(fromDay), .integer(toDay)]).map(Self.metricCell))
         }
     }
@@ -225,8 +256,15 @@ extension KakinStore {
         guard !metrics.isEmpty else { return [] }
         let list = Array(repeating: "?", count: metrics.count).joined(separator: ", ")
         return try db.query("""
-            SELECT metric, bundle_id, product_id, currency, 0 AS day, SUM(value) AS value FROM metric_days
-            WHERE metric IN (\(list)) AND \(condition) GROUP BY metric, bundle_id, product_id, currency
+            SELECT metric, bundle_id, product_id, source, currency, 0 AS day, SUM(value) AS value FROM metric_days
+            WHERE metric IN (\(list)) AND \(condition) GROUP BY metric, bundle_id, product_id, source, currency
             """, metrics.map { .text($0) } + parameters).map(metricCell)
+    }
+
+    /// The sources the rollups count anything for (the desk's source filter).
+    public func metricSources() async throws(KakinError) -> [String] {
+        try await read { db in
+            try db.query("SELECT DISTINCT source FROM metric_days WHERE source <> '' ORDER BY source", []).compactMap { $0.string("source") }
+        }
     }
 }

@@ -312,6 +312,8 @@ enum Schema {
         apple2026Migration,
         metricsMigration,
         consumableInputsMigration,
+        metricSourcesMigration,
         importsMigration,
+        webhookDeliveryClaimsMigration,
     ]
 }
