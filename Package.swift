@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure domain: models, rules, errors. No I/O, no C, no clock reads.
         .target(name: "KakinCore", exclude: ["README.md"], linkerSettings: [.linkedLibrary("m")]),
@@ -43,6 +44,8 @@ let package = Package(
         .target(name: "KakinPostgreSQL", dependencies: ["KakinCore", "KakinStorage", "CLibPQ"], exclude: ["README.md"]),
         // HTTP over libmicrohttpd. Knows nothing about purchases.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], exclude: ["README.md"]),
+        // A lean HTTP/1.1 client over libcurl's multi interface (connections kept alive, one thread): the webhook sender's.
+        .target(name: "KakinHTTPClient", dependencies: ["CCurl"], exclude: ["README.md"]),
         // Purchases outside the App Store, pure: Stripe webhooks (signature, events → facts, out-of-order subscription
         // state), the generic source's input, Apple's external purchase tokens and reports. No HTTP, no storage, no C.
         .target(name: "KakinExternal", dependencies: ["KakinCore", "KakinCrypto", "AppStoreSecurity"], exclude: ["README.md"]),
@@ -67,7 +70,7 @@ let package = Package(
                 exclude: ["README.md"]),
         // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
         // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.
-        .target(name: "KakinEvents", dependencies: ["KakinCore", "KakinStorage", "KakinCrypto"], exclude: ["README.md"]),
+        .target(name: "KakinEvents", dependencies: ["KakinCore", "KakinStorage", "KakinCrypto", "KakinHTTPClient"], exclude: ["README.md"]),
         // `kakin events listen`: a webhook receiver that checks Kakin-Signature and prints one event a line.
         .target(name: "KakinEventsListener", dependencies: ["KakinCore", "KakinCrypto", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
@@ -87,7 +90,7 @@ let package = Package(
         ], exclude: ["README.md"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand", "KakinSimulation"], exclude: ["README.md"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity",
-                                                                 "KakinService", "KakinMetrics"], path: "Benchmarks/KakinBench"),
+                                                                 "KakinService", "KakinMetrics", "KakinEvents"], path: "Benchmarks/KakinBench"),
 
         .testTarget(name: "KakinCoreTests", dependencies: ["KakinCore"]),
         .testTarget(name: "KakinMetricsTests", dependencies: ["KakinMetrics", "KakinCore"]),

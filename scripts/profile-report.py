@@ -40,6 +40,7 @@ CATEGORIES = [
     ("JSON output", ["JSONValue.serialized", "CustomerStatus.json", "JSONValue.jsonString"]),
     ("handler tasks: everything else (routing, validation, awaiting)", ["swift_job_run", "swift::runJobInEstablishedExecutorContext"]),
     ("HTTP edge: libmicrohttpd, kernel TCP, suspend/resume", ["?libmicrohttpd", "MHD_", "ServerRuntime.handleAccess"]),
+    ("HTTP client: libcurl, kernel TCP (webhooks out)", ["CurlEngine.run"]),
 ]
 
 # Costs every part pays, shown beside the parts (a sample may count in several).

@@ -127,7 +127,7 @@ enum EventsBenchmark {
         let poolSize = min(NotificationsBenchmark.poolMax, NotificationsBenchmark.poolPerSecond * options.loadSeconds)
         let (config, _) = try writeConfig(workspace, "events-delivery", webhookURL: listener.url)
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("events-delivery.log"))
-        var ingested: [Double] = [], delivered: [Double] = [], cpuPerDelivery: [Double] = []
+        var ingested: [Double] = [], delivered: [Double] = [], cpuPerDelivery: [Double] = [], work: [DatabaseWork] = [], queuedTotal = 0
         do {
             let tokens = try server.seedCustomers(NotificationsBenchmark.customers)
             guard try waitUntilDelivered(server) != nil else { throw SubprocessFailure(description: "the seeded customers' events were never delivered") }
@@ -147,6 +147,7 @@ enum EventsBenchmark {
 
                 // The capacity: every event of this repetition queued again at once, delivered as one backlog.
                 let deliveredBefore = Int(try server.metrics()[deliveredName] ?? 0)
+                let workBefore = try server.databaseWork()
                 let ((queued, seconds), cpuSeconds) = try server.measuringCPU { () throws -> (Int, Double?) in
                     let start = Date()
                     let answer = try HTTPConnection(port: server.port).request(
@@ -157,6 +158,8 @@ enum EventsBenchmark {
                     guard try waitUntilNoneWaiting(server) != nil else { return (queued, nil) }
                     return (queued, Date().timeIntervalSince(start))
                 }
+                work.append(try server.databaseWork() - workBefore)
+                queuedTotal += queued
                 let deliveredNow = Int(try server.metrics()[deliveredName] ?? 0)
                 result.check("events run \(repetition + 1): \(BenchResult.grouped(deliveredNow - deliveredBefore)) deliveries answered 2xx ≥ queued",
                              deliveredNow - deliveredBefore >= queued)
@@ -182,6 +185,7 @@ enum EventsBenchmark {
             details: [
                 "delivered: \(BenchResult.rates(delivered)); ingested: \(BenchResult.rates(ingested))",
                 String(format: "kakin serve CPU per delivery %.0f µs; `kakin events listen` checks each signature and prints each event once", median(cpuPerDelivery) * 1e6),
+                work.total.perRequest(queuedTotal, "delivery (the replay's write included)"),
                 "each repetition: \(BenchResult.grouped(poolSize)) pre-signed notifications over \(BenchResult.grouped(NotificationsBenchmark.customers)) customers "
                     + "ingested (the baseline), applied, their events delivered live; then all of them replayed at once and the backlog timed, "
                     + "8 deliveries in flight (the contract's defaults), each customer's in sequence order",
@@ -201,11 +205,13 @@ enum EventsBenchmark {
             throw error
         }
         var perCPU: [String: [Double]] = ["plain": [], "hooked": []]
+        var work: [String: [DatabaseWork]] = [:], grants: [String: Int] = [:]
         var drains: [Double] = []
         var failures = 0
         do {
             for repetition in 0..<options.repetitions {
                 for (label, server) in [("plain", plain), ("hooked", hooked)] {
+                    let workBefore = try server.databaseWork()
                     let (run, cpuSeconds) = try server.measuringCPU { () throws -> Wrk.Run in
                         let run = try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds,
                                               connections: options.connections, script: script,
@@ -222,6 +228,8 @@ enum EventsBenchmark {
                     }
                     failures += run.non2xx + run.socketErrors
                     perCPU[label, default: []].append(Double(try run.count("created")) / cpuSeconds)
+                    work[label, default: []].append(try server.databaseWork() - workBefore)
+                    grants[label, default: 0] += try run.count("created")
                 }
             }
             let dead = Int(try hooked.metrics()[deadName] ?? -1)
@@ -242,6 +250,8 @@ enum EventsBenchmark {
                        1e6 / with, 1e6 / without, (without / with - 1) * 100),
                 "with: \(BenchResult.rates(perCPU["hooked"] ?? [])); without: \(BenchResult.rates(perCPU["plain"] ?? [])) "
                     + "(\(options.loadSeconds) s of wrk each, two servers, one right after the other)",
+                (work["hooked"] ?? []).total.perRequest(grants["hooked"] ?? 0, "grant with its event delivered"),
+                (work["plain"] ?? []).total.perRequest(grants["plain"] ?? 0, "grant, no webhook"),
                 "CPU counted until the endpoint's backlog was 0 (the last event delivered "
                     + drains.map { String(format: "%.1f s", $0) }.joined(separator: ", ") + " after wrk stopped, /metrics polled once a second)",
             ]))

@@ -19,16 +19,20 @@ enum GrantsBenchmark {
         var runs: [Wrk.Run] = []
         var baseline: [Double] = []
         var serverCPUSeconds: [Double] = []
-        var healthz: [(run: Wrk.Run, cpuPerRequest: Double)] = []
+        var healthz: [MeasuredRun] = []
+        var work: [DatabaseWork] = []
         do {
             for repetition in 0..<options.repetitions {
                 baseline.append(try SQLiteDatabase.measureSingleRowDurableCommits(
                     path: workspace.file("single-row-commits.db").path, seconds: Double(options.loadSeconds)))
-                let (run, cpuSeconds) = try server.measuringCPU {
-                    try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds,
-                                connections: options.connections, script: script,
-                                scriptArguments: ["\(options.loadSeconds)", "\(customers)", "run\(repetition)"], workspace: workspace)
+                let ((run, cpuSeconds), runWork) = try server.measuringWork {
+                    try server.measuringCPU {
+                        try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds,
+                                    connections: options.connections, script: script,
+                                    scriptArguments: ["\(options.loadSeconds)", "\(customers)", "run\(repetition)"], workspace: workspace)
+                    }
                 }
+                work.append(runWork)
                 runs.append(run)
                 serverCPUSeconds.append(cpuSeconds)
                 healthz.append(try server.customerReads("/healthz", nil, options, workspace))
@@ -62,6 +66,7 @@ enum GrantsBenchmark {
             details: [
                 String(format: "kakin serve CPU per grant %.0f µs, per /healthz %.0f µs: a grant costs %.1f× /healthz (goal ≤ 2×)",
                        1e6 / median(grantsPerCPUSecond), 1e6 / median(healthzPerCPUSecond), median(healthzPerCPUSecond) / median(grantsPerCPUSecond)),
+                work.total.perRequest(created.reduce(0, +), "grant"),
                 "grants: \(BenchResult.rates(grantsPerCPUSecond)); healthz: \(BenchResult.rates(healthzPerCPUSecond)) "
                     + "(\(options.loadSeconds) s of wrk each, same server, one right after the other)",
             ]))

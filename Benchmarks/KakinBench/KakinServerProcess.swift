@@ -7,6 +7,9 @@ import KakinCore
     import Darwin
 #endif
 
+/// A wrk run, the server CPU per answer and what the database did meanwhile (`KakinServerProcess.customerReads`).
+typealias MeasuredRun = (run: Wrk.Run, cpuPerRequest: Double, work: DatabaseWork)
+
 /// `kakin serve --config …`: the real release binary as a child process, logging to its own file.
 /// It binds an ephemeral port (the config says 0); the port is read from its "kakin listening" log line.
 final class KakinServerProcess {
@@ -90,15 +93,18 @@ final class KakinServerProcess {
     }
 
     /// A wrk run of `options`' length against `path` on this server (or, with `scriptArguments`, of
-    /// `Benchmarks/wrk/customer-reads.lua` over the seeded customers), and the server CPU time per answer.
+    /// `Benchmarks/wrk/customer-reads.lua` over the seeded customers), the server CPU time per answer, and what the
+    /// database did meanwhile.
     func customerReads(_ path: String, _ scriptArguments: [String]?, _ options: BenchOptions,
-                       _ workspace: BenchWorkspace) throws -> (run: Wrk.Run, cpuPerRequest: Double) {
+                       _ workspace: BenchWorkspace) throws -> MeasuredRun {
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
-        let (run, cpuSeconds) = try measuringCPU {
-            try Wrk.run(url: "http://127.0.0.1:\(port)" + path, seconds: options.loadSeconds, connections: options.connections,
-                        script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
+        let ((run, cpuSeconds), work) = try measuringWork {
+            try measuringCPU {
+                try Wrk.run(url: "http://127.0.0.1:\(port)" + path, seconds: options.loadSeconds, connections: options.connections,
+                            script: scriptArguments == nil ? nil : script, scriptArguments: scriptArguments ?? [], workspace: workspace)
+            }
         }
-        return (run, cpuSeconds / Double(max(1, run.requests)))
+        return (run, cpuSeconds / Double(max(1, run.requests)), work)
     }
 
     /// SIGKILL: no shutdown code runs, whatever was in flight is cut off. Nothing when it already exited.

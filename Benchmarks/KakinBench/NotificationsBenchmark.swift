@@ -30,7 +30,7 @@ enum NotificationsBenchmark {
         let (config, database) = try workspace.writeConfig("notifications")
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("notifications.log"))
         var runs: [PoolRun] = [], commits: [Double] = [], openssl: [Double] = []
-        var perCPUSecond: [Double] = [], drainSeconds: [Double] = [], appliedTotal = 0
+        var perCPUSecond: [Double] = [], drainSeconds: [Double] = [], appliedTotal = 0, work: [DatabaseWork] = []
         do {
             let tokens = try server.seedCustomers(customers)
             for repetition in 0..<options.repetitions {
@@ -46,6 +46,7 @@ enum NotificationsBenchmark {
                     return (run, try waitUntilApplied(server, count: target))
                 }
                 let after = try server.metrics()
+                work.append(DatabaseWork(metrics: after) - DatabaseWork(metrics: before))
                 pool.remove()
                 let stored = Int((after[receivedName] ?? 0) - (before[receivedName] ?? 0))
                 let applied = Int((after[appliedName] ?? 0) - (before[appliedName] ?? 0))
@@ -89,6 +90,7 @@ enum NotificationsBenchmark {
                 "per CPU-second: \(BenchResult.rates(perCPUSecond)); openssl: \(BenchResult.rates(openssl))",
                 "CPU from the first request until the inbox had drained; the last applied "
                     + drainSeconds.map { String(format: "%.1f s", $0) }.joined(separator: ", ") + " after wrk stopped",
+                work.total.perRequest(appliedTotal, "notification, ingested and applied"),
             ]))
 
         let report = try workspace.ledgerCheck(database: database)

@@ -5,7 +5,9 @@ import KakinPostgreSQL
 /// postgres: the figures of `grants`, `reads` and `notifications` on PostgreSQL with 1 and with 2
 /// `kakin serve` processes on one database (wrk split between them, as a load balancer would), each beside
 /// a baseline from the same run — durable single-row commits on the same server (`synchronous_commit=on`),
-/// or the 1-process figure — and after the same figures on SQLite, so both engines sit in one table.
+/// or the 1-process figure — and after the same figures on SQLite, so both engines sit in one table. Beside
+/// them PostgreSQL's unit costs (`UnitsBenchmark.postgres`), the statements and round trips per request, the
+/// server's own CPU per request (from `/proc`, when it runs on this machine), and the scale-out projection.
 enum PostgresBenchmark {
     static let processCounts = [1, 2]
 
@@ -17,8 +19,21 @@ enum PostgresBenchmark {
         result.append(try NotificationsBenchmark.run(workspace, options))
         let baselineURL = try workspace.postgresSchema("single_row_commits", cluster: cluster)
         let baseline = { try PostgresDatabase.measureSingleRowDurableCommits(url: baselineURL, seconds: Double(options.loadSeconds)) }
-        for processes in processCounts { result.append(try grants(workspace, options, cluster: cluster, processes: processes, baseline: baseline)) }
-        result.append(try reads(workspace, options, cluster: cluster))
+        let server = try PostgresServerCPU.locate(url: cluster)
+        result.append(try UnitsBenchmark.postgres(workspace, options, cluster: cluster, server: server))
+        var projections: [ScaleOutProjection] = []
+        for processes in processCounts {
+            let (figures, projection) = try grants(workspace, options, cluster: cluster, processes: processes, baseline: baseline, server: server)
+            result.append(figures)
+            if processes == 1, let projection { projections.append(projection) }
+        }
+        let (readFigures, readProjection) = try reads(workspace, options, cluster: cluster, server: server)
+        result.append(readFigures)
+        if let readProjection { projections.append(readProjection) }
+        result.sections.append((
+            "Scale-out projection (N Kakin boxes in front of one PostgreSQL box, each with this machine's cores; docs/operations.md)",
+            server == nil ? ["PostgreSQL's CPU could not be read (the server is not on this machine): no projection"]
+                : projections.flatMap { $0.lines() }))
         for processes in processCounts {
             result.append(try notifications(workspace, options, cluster: cluster, processes: processes, baseline: baseline))
         }
@@ -32,22 +47,27 @@ enum PostgresBenchmark {
     // MARK: Grants
 
     static func grants(_ workspace: BenchWorkspace, _ options: BenchOptions, cluster: String, processes: Int,
-                       baseline: () throws -> Double) throws -> BenchResult {
+                       baseline: () throws -> Double, server: PostgresServerCPU?) throws -> (BenchResult, ScaleOutProjection?) {
         let name = "pg-grants-\(processes)"
         let database = try workspace.postgresSchema(name, cluster: cluster)
         let group = try KakinServerGroup.start(processes, workspace: workspace, config: try workspace.writeConfig(name, database: database), name: name)
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/grants.lua")
-        var rates: [Double] = [], baselines: [Double] = [], runs: [[Wrk.Run]] = [], cpuPerGrant: [Double] = []
+        var rates: [Double] = [], baselines: [Double] = [], runs: [[Wrk.Run]] = [], cpuPerGrant: [Double] = [], postgresCPUPerGrant: [Double] = []
         var engine: [String: Double] = [:]
+        var work: [DatabaseWork] = []
         do {
             for repetition in 0..<options.repetitions {
                 baselines.append(try baseline())
+                let postgresBefore = try server?.cpuSeconds
+                let workBefore = try group.databaseWork()
                 let (together, cpuSeconds) = try group.measuringCPU {
                     try Wrk.runTogether(urls: group.urls, seconds: options.loadSeconds + Wrk.drainSeconds, connections: options.connections, script: script,
                                         scriptArguments: { ["\(options.loadSeconds)", "\(GrantsBenchmark.customers)", "run\(repetition)-p\($0)", "\($0 * 16)"] },
                                         workspace: workspace)
                 }
                 let created = try together.map { try $0.count("created") }.reduce(0, +)
+                if let postgresBefore, let after = try server?.cpuSeconds { postgresCPUPerGrant.append((after - postgresBefore) / Double(max(1, created))) }
+                work.append(try group.databaseWork() - workBefore)
                 rates.append(Double(created) / Double(options.loadSeconds))
                 cpuPerGrant.append(cpuSeconds / Double(max(1, created)))
                 runs.append(together)
@@ -66,7 +86,9 @@ enum PostgresBenchmark {
             details: [
                 String(format: "latency p50 %.2f ms, p99 %.2f ms (medians of the wrk runs)", median(all.map(\.latencyP50Ms)), median(all.map(\.latencyP99Ms))),
                 "grants: \(BenchResult.rates(rates)); single-row commits: \(BenchResult.rates(baselines))",
-                String(format: "kakin serve CPU per grant: %.0f µs (all processes; PostgreSQL's own CPU not counted)", median(cpuPerGrant) * 1e6),
+                String(format: "kakin serve CPU per grant: %.0f µs (all processes)", median(cpuPerGrant) * 1e6)
+                    + (postgresCPUPerGrant.isEmpty ? "" : String(format: "; PostgreSQL's: %.0f µs (its processes, from /proc)", median(postgresCPUPerGrant) * 1e6)),
+                work.total.perRequest(all.map { (try? $0.count("created")) ?? 0 }.reduce(0, +), "grant"),
                 engine.databaseSummary,
                 "\(options.connections) connections split over \(label(processes)); \(options.loadSeconds) s of load per run over "
                     + "\(BenchResult.grouped(GrantsBenchmark.customers)) customers, then \(Wrk.drainSeconds) s for the last answers",
@@ -81,23 +103,36 @@ enum PostgresBenchmark {
         result.check("PostgreSQL grants, \(label(processes)): ledger entries \(BenchResult.grouped(entries)) = 201 answers \(BenchResult.grouped(answered))",
                      entries == answered)
         result.check("PostgreSQL grants, \(label(processes)): kakin ledger check", report["ok"] == true)
-        return result
+        let total = work.total
+        let projection = postgresCPUPerGrant.isEmpty ? nil : ScaleOutProjection(
+            path: "durable grants", kakinCPUPerRequest: median(cpuPerGrant), postgresCPUPerRequest: median(postgresCPUPerGrant),
+            writesPerCommit: total.commits > 0 ? total.bodies / total.commits : nil, singleRowCommitsPerSecond: median(baselines))
+        return (result, projection)
     }
 
     // MARK: Reads
 
-    static func reads(_ workspace: BenchWorkspace, _ options: BenchOptions, cluster: String) throws -> BenchResult {
+    static func reads(_ workspace: BenchWorkspace, _ options: BenchOptions, cluster: String, server: PostgresServerCPU?) throws -> (BenchResult, ScaleOutProjection?) {
         let database = try workspace.postgresSchema("pg-reads", cluster: cluster)
         let group = try KakinServerGroup.start(2, workspace: workspace, config: try workspace.writeConfig("pg-reads", database: database), name: "pg-reads")
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
         var healthz: [Wrk.Run] = [], one: [Wrk.Run] = [], two: [[Wrk.Run]] = []
+        var kakinCPU: [Double] = [], postgresCPU: [Double] = [], work: [DatabaseWork] = []
         do {
             try ReadsBenchmark.seedCustomers(port: group.servers[0].port)
             for _ in 0..<options.repetitions {
                 healthz.append(try Wrk.run(url: group.urls[0] + "/healthz", seconds: options.loadSeconds, connections: options.connections,
                                            script: nil, workspace: workspace))
-                one.append(try Wrk.run(url: group.urls[0], seconds: options.loadSeconds, connections: options.connections, script: script,
-                                       scriptArguments: ["\(ReadsBenchmark.customers)"], workspace: workspace))
+                let postgresBefore = try server?.cpuSeconds
+                let workBefore = try group.databaseWork()
+                let (run, cpuSeconds) = try group.measuringCPU {
+                    try Wrk.run(url: group.urls[0], seconds: options.loadSeconds, connections: options.connections, script: script,
+                                scriptArguments: ["\(ReadsBenchmark.customers)"], workspace: workspace)
+                }
+                one.append(run)
+                kakinCPU.append(cpuSeconds / Double(max(1, run.requests)))
+                if let postgresBefore, let after = try server?.cpuSeconds { postgresCPU.append((after - postgresBefore) / Double(max(1, run.requests))) }
+                work.append(try group.databaseWork() - workBefore)
                 two.append(try Wrk.runTogether(urls: group.urls, seconds: options.loadSeconds, connections: options.connections, script: script,
                                                scriptArguments: { _ in ["\(ReadsBenchmark.customers)"] }, workspace: workspace))
             }
@@ -114,6 +149,9 @@ enum PostgresBenchmark {
             details: [
                 String(format: "latency p50 %.2f ms, p99 %.2f ms", median(one.map(\.latencyP50Ms)), median(one.map(\.latencyP99Ms))),
                 "runs: \(BenchResult.rates(oneRates)); healthz: \(BenchResult.rates(healthz.map(\.requestsPerSecond)))",
+                String(format: "kakin serve CPU per status read: %.0f µs", median(kakinCPU) * 1e6)
+                    + (postgresCPU.isEmpty ? "" : String(format: "; PostgreSQL's: %.0f µs", median(postgresCPU) * 1e6)),
+                work.total.perRequest(one.map(\.requests).reduce(0, +), "status read"),
             ]))
         result.figures.append(Figure(
             name: "status reads over HTTP, PostgreSQL, 2 processes", value: median(twoRates),
@@ -126,7 +164,9 @@ enum PostgresBenchmark {
         let all = healthz + one + two.flatMap { $0 }
         let non2xx = all.map(\.non2xx).reduce(0, +), socketErrors = all.map(\.socketErrors).reduce(0, +)
         result.check("PostgreSQL reads: \(non2xx) non-2xx answers and \(socketErrors) socket errors", non2xx == 0 && socketErrors == 0)
-        return result
+        let projection = postgresCPU.isEmpty ? nil : ScaleOutProjection(path: "status reads", kakinCPUPerRequest: median(kakinCPU),
+                                                                        postgresCPUPerRequest: median(postgresCPU))
+        return (result, projection)
     }
 
     // MARK: Notifications

@@ -21,7 +21,7 @@ enum PurchasesBenchmark {
         let (config, database) = try workspace.writeConfig("purchases")
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("purchases.log"))
         let poolSize = min(poolMax, poolPerSecond * options.loadSeconds)
-        var runs: [PoolRun] = [], commits: [Double] = [], openssl: [Double] = [], perCPUSecond: [Double] = []
+        var runs: [PoolRun] = [], commits: [Double] = [], openssl: [Double] = [], perCPUSecond: [Double] = [], work: [DatabaseWork] = []
         var result = BenchResult()
         do {
             let tokens = try server.seedCustomers(customers)
@@ -32,7 +32,10 @@ enum PurchasesBenchmark {
                     path: workspace.file("single-row-commits.db").path, seconds: Double(options.loadSeconds)))
                 openssl.append(try VerifyBenchmark.opensslVerifyPerSecond(workspace))
                 let appliedBefore = try server.counter("kakin_purchases_applied_total")
-                let (run, cpuSeconds) = try server.measuringCPU { try server.send(pool, expectedStatus: 201, options, workspace) }
+                let ((run, cpuSeconds), runWork) = try server.measuringWork {
+                    try server.measuringCPU { try server.send(pool, expectedStatus: 201, options, workspace) }
+                }
+                work.append(runWork)
                 let applied = try server.counter("kakin_purchases_applied_total") - appliedBefore
                 pool.remove()
                 runs.append(run)
@@ -67,6 +70,7 @@ enum PurchasesBenchmark {
                        cpuPerPurchase * median(openssl), 1e6 / median(openssl)),
                 "per CPU-second: \(BenchResult.rates(perCPUSecond)); openssl: \(BenchResult.rates(openssl))",
                 "user + system CPU of kakin serve from the first request to the last answer (wrk shares the cores, and is not counted)",
+                work.total.perRequest(runs.map(\.ok).reduce(0, +), "purchase"),
             ]))
 
         let answered201 = runs.map(\.ok).reduce(0, +)

@@ -9,10 +9,10 @@ enum ReadsBenchmark {
     static func run(_ workspace: BenchWorkspace, _ options: BenchOptions) throws -> BenchResult {
         let (config, _) = try workspace.writeConfig("reads")
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("reads.log"))
-        func load(_ path: String, _ scriptArguments: [String]?) throws -> (run: Wrk.Run, cpuPerRequest: Double) {
+        func load(_ path: String, _ scriptArguments: [String]?) throws -> MeasuredRun {
             try server.customerReads(path, scriptArguments, options, workspace)
         }
-        var healthz: [(run: Wrk.Run, cpuPerRequest: Double)] = [], wallet = healthz, status = healthz
+        var healthz: [MeasuredRun] = [], wallet = healthz, status = healthz
         do {
             try seedCustomers(port: server.port)
             for _ in 0..<options.repetitions {
@@ -28,7 +28,7 @@ enum ReadsBenchmark {
 
         var result = BenchResult()
         let healthzRuns = healthz.map(\.run)
-        func figure(_ name: String, _ measured: [(run: Wrk.Run, cpuPerRequest: Double)], goal: Double?) -> Figure {
+        func figure(_ name: String, _ what: String, _ measured: [MeasuredRun], goal: Double?) -> Figure {
             let runs = measured.map(\.run)
             return Figure(
                 name: name, value: median(runs.map(\.requestsPerSecond)), baselineName: "GET /healthz",
@@ -39,10 +39,11 @@ enum ReadsBenchmark {
                     "runs: \(BenchResult.rates(runs.map(\.requestsPerSecond))); healthz: \(BenchResult.rates(healthzRuns.map(\.requestsPerSecond)))",
                     String(format: "kakin serve CPU per request: %.0f µs (healthz %.0f µs)", median(measured.map(\.cpuPerRequest)) * 1e6,
                            median(healthz.map(\.cpuPerRequest)) * 1e6),
+                    measured.map(\.work).total.perRequest(runs.map(\.requests).reduce(0, +), what),
                 ])
         }
-        result.figures.append(figure("wallet reads over HTTP (\(options.connections) connections)", wallet, goal: 0.8))
-        result.figures.append(figure("status reads over HTTP (\(options.connections) connections)", status, goal: 0.6))
+        result.figures.append(figure("wallet reads over HTTP (\(options.connections) connections)", "wallet read", wallet, goal: 0.8))
+        result.figures.append(figure("status reads over HTTP (\(options.connections) connections)", "status read", status, goal: 0.6))
         let all = (healthz + wallet + status).map(\.run)
         let non2xx = all.map(\.non2xx).reduce(0, +)
         let socketErrors = all.map(\.socketErrors).reduce(0, +)

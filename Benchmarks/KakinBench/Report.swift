@@ -21,6 +21,8 @@ struct BenchResult {
     /// A description and whether it held (e.g. "ledger entries = 201 answers").
     var checks: [(String, Bool)] = []
     var skipped: [String] = []
+    /// Printed after the figures' details under their title (the scale-out projection).
+    var sections: [(title: String, lines: [String])] = []
 
     mutating func check(_ description: String, _ holds: Bool) { checks.append((description, holds)) }
 
@@ -28,6 +30,7 @@ struct BenchResult {
         figures += other.figures
         checks += other.checks
         skipped += other.skipped
+        sections += other.sections
     }
 
     var passed: Bool { checks.allSatisfy(\.1) }
@@ -45,6 +48,7 @@ struct BenchResult {
         for f in figures where !f.details.isEmpty {
             out += "\n\(f.name) vs \(f.baselineName):\n" + f.details.map { "  \($0)\n" }.joined()
         }
+        for section in sections { out += "\n\(section.title):\n" + section.lines.map { "  \($0)\n" }.joined() }
         if !skipped.isEmpty { out += "\nSkipped:\n" + skipped.map { "  \($0)\n" }.joined() }
         if !checks.isEmpty {
             out += "\nChecks:\n" + checks.map { "  \($0.1 ? "passed" : "FAILED"): \($0.0)\n" }.joined()

@@ -17,11 +17,11 @@ enum StatusHistoryBenchmark {
     static func run(_ workspace: BenchWorkspace, _ options: BenchOptions) throws -> BenchResult {
         let (config, _) = try workspace.writeConfig("history", products: BenchAppStore.productsWithSubscriptionsJSON)
         let server = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("history.log"))
-        func load(_ path: String, _ scriptArguments: [String]?) throws -> (run: Wrk.Run, cpuPerRequest: Double) {
+        func load(_ path: String, _ scriptArguments: [String]?) throws -> MeasuredRun {
             try server.customerReads(path, scriptArguments, options, workspace)
         }
         var result = BenchResult()
-        var healthz: [(run: Wrk.Run, cpuPerRequest: Double)] = [], status = healthz, firstMonth = healthz, wallet = healthz
+        var healthz: [MeasuredRun] = [], status = healthz, firstMonth = healthz, wallet = healthz
         do {
             let seeded = try seed(workspace, port: server.port, first: 0, months: months, ledgerEntries: ledgerEntries)
             result.check("status history: \(customers) ten-year customers, each \(seeded)", seeded.hasPrefix("3 subscriptions subscribed"))
@@ -40,7 +40,8 @@ enum StatusHistoryBenchmark {
         }
 
         let healthzRuns = healthz.map(\.run)
-        func figure(_ name: String, _ measured: [(run: Wrk.Run, cpuPerRequest: Double)], goal: Double?, history: String) -> Figure {
+        func figure(_ name: String, _ measured: [MeasuredRun], goal: Double?, history: String) -> Figure {
+            let requests = measured.map(\.run.requests).reduce(0, +)
             let runs = measured.map(\.run)
             return Figure(
                 name: name, value: median(runs.map(\.requestsPerSecond)), baselineName: "GET /healthz",
@@ -52,6 +53,7 @@ enum StatusHistoryBenchmark {
                     "runs: \(BenchResult.rates(runs.map(\.requestsPerSecond))); healthz: \(BenchResult.rates(healthzRuns.map(\.requestsPerSecond)))",
                     String(format: "kakin serve CPU per request: %.0f µs (healthz %.0f µs)", median(measured.map(\.cpuPerRequest)) * 1e6,
                            median(healthz.map(\.cpuPerRequest)) * 1e6),
+                    measured.map(\.work).total.perRequest(requests, "status read"),
                 ])
         }
         result.figures.append(figure(

@@ -9,12 +9,14 @@ signal(SIGPIPE, SIG_IGN)  // a server that went away must surface as a failed se
 /// Each figure's benchmark, in the order `all` runs them. A new figure is a function here.
 let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOptions) throws -> BenchResult)] = [
     (.verify, VerifyBenchmark.run),
+    (.units, UnitsBenchmark.run),
     (.purchases, PurchasesBenchmark.run),
     (.grants, GrantsBenchmark.run),
     (.reads, ReadsBenchmark.run),
     (.history, StatusHistoryBenchmark.run),
     (.notifications, NotificationsBenchmark.run),
     (.events, EventsBenchmark.run),
+    (.import, ImportBenchmark.run),
     (.postgres, PostgresBenchmark.run),
     (.metrics, MetricsBenchmark.run),
 ]

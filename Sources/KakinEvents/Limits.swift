@@ -22,7 +22,7 @@ extension EventsSettings {
     public static let webhooksMax = 16
 }
 
-extension URLSessionWebhookSender {
+extension HTTPWebhookSender {
     /// Bytes of a receiver's answer kept with a delivery.
     public static let excerptBytesMax = 1024
 }

@@ -7,18 +7,23 @@ import Synchronization
 ///
 /// A pass (run by `start()`'s loop: woken by `wake()`, else every `pollIntervalMs`):
 /// 1. fan-out: events committed past each endpoint's cursor become `pending` deliveries (at most `fanOutBatchMax` per pass);
-/// 2. claims: per endpoint, as many due customer chains as the endpoint has free slots (`concurrencyPerEndpoint`); each
-///    claimed chain is sent by a task of its own, one delivery at a time (a customer's next event only after the
-///    previous one was delivered or went dead), up to `chainRunMax` in a row, then the chain goes back;
+/// 2. claims: an endpoint with due customer chains and room for more claims them (`KakinStore.settleWebhookDeliveries`),
+///    each with its oldest undone delivery; `concurrencyPerEndpoint` of them are sent at a time, the rest wait in memory.
+///    As sends end, their results are recorded in batches: one write records every attempt that ended meanwhile, puts
+///    their chains back and claims due chains again — those just put back among them, with their next delivery — so a
+///    customer's next event goes out only after the previous one was delivered or went dead, and a backlog drains at
+///    one write per batch of deliveries, not one per delivery;
 /// 3. retention, at most every `retentionIntervalMs` and by one process at a time (a lease); a worker without endpoints
 ///    does only this, so the feed keeps `retentionDays` whether or not webhooks are configured.
 ///
 /// What is bounded, and what happens at the bound:
-/// - deliveries held in memory: `concurrencyPerEndpoint` per endpoint (each with its event's JSON, ≤ 1 MiB). A full
-///   endpoint claims nothing more; its due chains wait in the database, oldest due first, and other endpoints go on.
-///   A slow or dead endpoint therefore fills only its own slots, each for at most `timeoutMs` per attempt;
+/// - deliveries held in memory: `heldMax` per endpoint (a few rounds of `concurrencyPerEndpoint`, each with its event's
+///   JSON, ≤ 1 MiB), of which `concurrencyPerEndpoint` are being sent. A full endpoint claims nothing more; its due chains wait
+///   in the database, oldest due first, and other endpoints go on. A slow or dead endpoint therefore fills only its own
+///   slots, each for at most `timeoutMs` per attempt; a claim that waited in memory until its lease could end during an
+///   attempt is put back unsent;
 /// - events fanned out per pass: `fanOutBatchMax` (a full batch runs the next pass at once);
-/// - an answer's body read: `URLSessionWebhookSender.excerptBytesMax`; stored: `KakinStore.answerExcerptMax`;
+/// - an answer's body read: `HTTPWebhookSender.excerptBytesMax`; stored: `KakinStore.answerExcerptMax`;
 /// - the durable queue (the tables): every undone delivery ends, delivered or dead, once its deadline (`schedule.windowMs`
 ///   after fan-out or replay) passed and it had an attempt; finished deliveries and events go after `retentionDays`,
 ///   never an event a cursor has not read yet (an endpoint's fan-out, the business numbers': `heldBackCursors`).
@@ -34,8 +39,6 @@ public final class WebhookDeliveryWorker: Sendable {
         public var leaseMs: Int64 = 60_000
         public var pollIntervalMs: Int64 = 1_000
         public var fanOutBatchMax = 500
-        /// Deliveries one claimed chain sends in a row before it goes back (fairness between a customer's backlog and others).
-        public var chainRunMax = 100
         public var schedule = RetrySchedule()
         /// Events and finished deliveries older than this are purged (`events.retentionDays`).
         public var retentionDays = 30
@@ -63,16 +66,36 @@ public final class WebhookDeliveryWorker: Sendable {
     let log: Log
     private let state = Mutex(State())
 
+    /// Claims an endpoint holds per slot at most: while `concurrencyPerEndpoint` deliveries are being sent, the rest
+    /// wait to be sent or recorded, so sends never wait for a write, and records come in larger batches.
+    public static let claimsPerSlotMax = 16
+
+    /// One endpoint's deliveries in this process: claimed and waiting to be sent, being sent, ended and waiting to be
+    /// recorded. Every claim is in exactly one of these until a settle records it or puts it back.
+    struct EndpointDeliveries {
+        var ready: [(claim: ClaimedWebhookDelivery, leaseUntilMs: Int64)] = []
+        var sending = 0
+        var ended: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)] = []
+        /// Claimed and never sent (stopping, or held too near their lease's end): put back by the next settle.
+        var unsent: [ClaimedWebhookDelivery] = []
+        /// Claims held: ready, being sent, ended or unsent, not settled yet.
+        var held = 0
+        var settling = false
+        /// A pass found due chains: claim at the next settle.
+        var claimWanted = false
+
+        var isIdle: Bool { held == 0 && !settling }
+    }
+
     struct State {
-        var inFlight: [String: Int] = [:]
+        var deliveries: [String: EndpointDeliveries] = [:]
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var registered = false
         var lastPurgeMs: Int64?
         var wakeRequested = false
         var sleeper: CheckedContinuation<Void, Never>?
         var loop: Task<Void, Never>?
         var stopped = false
-        var runs: [Int: Task<Void, Never>] = [:]
-        var nextRun = 0
         /// Attempts this process made per endpoint, by what they came to (`/metrics`).
         var attempts: [String: AttemptCounts] = [:]
     }
@@ -92,7 +115,7 @@ public final class WebhookDeliveryWorker: Sendable {
     public init(store: KakinStore, endpoints: [WebhookEndpoint], sender: any WebhookSender, clock: any Clock, eventClock: (any Clock)? = nil,
                 owner: String, options: Options = Options(), log: @escaping Log = { _, _, _ in }) {
         precondition(Set(endpoints.map(\.id)).count == endpoints.count, "endpoint ids are unique")
-        precondition(options.concurrencyPerEndpoint >= 1 && options.chainRunMax >= 1 && options.fanOutBatchMax >= 1, "a worker sends something")
+        precondition(options.concurrencyPerEndpoint >= 1 && options.fanOutBatchMax >= 1, "a worker sends something")
         precondition(options.timeoutMs >= 1 && options.leaseMs > options.timeoutMs, "a lease outlasts an attempt")
         precondition(options.pollIntervalMs >= 1 && options.retentionDays >= 1, "the worker polls and keeps events at least a day")
         self.store = store
@@ -105,8 +128,8 @@ public final class WebhookDeliveryWorker: Sendable {
         self.log = log
     }
 
-    /// Deliveries each endpoint has in flight in this process now.
-    public var inFlight: [String: Int] { state.withLock { $0.inFlight } }
+    /// Deliveries each endpoint is being sent in this process now.
+    public var inFlight: [String: Int] { state.withLock { $0.deliveries.mapValues(\.sending) } }
 
     /// Attempts this process made per endpoint since it started, by outcome.
     public var attemptCounts: [String: AttemptCounts] { state.withLock { $0.attempts } }
@@ -161,15 +184,24 @@ public final class WebhookDeliveryWorker: Sendable {
         loop?.cancel()
         wake()
         await loop?.value
-        while let run = state.withLock({ $0.runs.values.first }) { await run.value }
+        for endpoint in endpoints { pump(endpoint) }
+        await waitForSends()
     }
 
     var isStopped: Bool { state.withLock { $0.stopped } }
 
-    /// Waits for the deliveries a pass started (a caller that steps the worker itself, `kakin simulate`, runs a pass
-    /// and then this, instead of the loop).
+    /// Waits until no endpoint holds a claim: every delivery a pass started was sent and recorded, and so were the
+    /// chains' next ones that were due (a caller that steps the worker itself, `kakin simulate`, runs a pass and then
+    /// this, instead of the loop).
     public func waitForSends() async {
-        while let run = state.withLock({ $0.runs.values.first }) { await run.value }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { s -> Bool in
+                if s.deliveries.values.allSatisfy(\.isIdle) { return true }
+                s.idleWaiters.append(c)
+                return false
+            }
+            if idle { c.resume() }
+        }
     }
 
     private func sleep() async {
@@ -209,7 +241,7 @@ public final class WebhookDeliveryWorker: Sendable {
             try await prepare()
             let fanOut = try await store.fanOutWebhookEvents(routes: endpoints.map(\.route), nowMs: now,
                                                              deadlineMs: options.schedule.deadline(fromMs: now), batchMax: options.fanOutBatchMax)
-            try await claimIntoFreeSlots(nowMs: now)
+            try await claimDue(nowMs: now)
             try await purgeIfDue(nowMs: now)
             return fanOut.eventsRead >= options.fanOutBatchMax
         } catch {
@@ -218,73 +250,110 @@ public final class WebhookDeliveryWorker: Sendable {
         }
     }
 
-    private func claimIntoFreeSlots(nowMs: Int64) async throws(KakinError) {
-        let free = state.withLock { s in
-            endpoints.filter { (s.inFlight[$0.id] ?? 0) < options.concurrencyPerEndpoint }.map(\.id)
+    private func claimDue(nowMs: Int64) async throws(KakinError) {
+        let room = state.withLock { s in
+            s.stopped ? [] : endpoints.filter { (s.deliveries[$0.id]?.held ?? 0) < heldMax }.map(\.id)
         }
-        if free.isEmpty { return }
-        let due = try await store.dueWebhookEndpoints(endpointIds: free, nowMs: nowMs)
+        if room.isEmpty { return }
+        let due = try await store.dueWebhookEndpoints(endpointIds: room, nowMs: nowMs)
         for endpoint in endpoints where due.contains(endpoint.id) {
-            // Take the slots before claiming, so the count never understates what is in flight.
-            let slots = state.withLock { s -> Int in
-                let n = options.concurrencyPerEndpoint - (s.inFlight[endpoint.id] ?? 0)
-                if n > 0 { s.inFlight[endpoint.id, default: 0] += n }
-                return max(0, n)
-            }
-            if slots == 0 { continue }
-            let claims: [ClaimedWebhookDelivery]
-            do {
-                claims = try await store.claimWebhookDeliveries(endpointId: endpoint.id, owner: owner, nowMs: nowMs, leaseMs: options.leaseMs, limit: slots)
-            } catch {
-                state.withLock { $0.inFlight[endpoint.id, default: 0] -= slots }
-                throw error
-            }
-            precondition(claims.count <= slots, "a claim holds at most the free slots")
-            state.withLock { s in
-                s.inFlight[endpoint.id, default: 0] -= slots - claims.count
-                for claim in claims {
-                    let id = s.nextRun
-                    s.nextRun += 1
-                    s.runs[id] = Task { [self] in
-                        await self.run(claim, endpoint: endpoint)
-                        state.withLock { s in
-                            s.inFlight[endpoint.id, default: 0] -= 1
-                            precondition(s.inFlight[endpoint.id, default: 0] >= 0, "in-flight counts never go below zero")
-                            s.runs[id] = nil
-                        }
-                        wake()
-                    }
-                }
-            }
+            state.withLock { $0.deliveries[endpoint.id, default: EndpointDeliveries()].claimWanted = true }
+            pump(endpoint)
         }
     }
 
-    /// Sends a claimed chain's deliveries one after another: the next only after the previous one ended or was put
-    /// off (then the chain goes back, due at its retry).
-    private func run(_ first: ClaimedWebhookDelivery, endpoint: WebhookEndpoint) async {
-        var claim: ClaimedWebhookDelivery? = first
-        var sent = 0
-        while let current = claim {
-            sent += 1
-            let result = await attempt(current, endpoint: endpoint)
-            state.withLock { s in
-                switch result.state {
-                case .delivered: s.attempts[endpoint.id, default: AttemptCounts()].delivered += 1
-                case .retrying: s.attempts[endpoint.id, default: AttemptCounts()].retrying += 1
-                case .dead, .pending: s.attempts[endpoint.id, default: AttemptCounts()].dead += 1
+    /// Claims one endpoint holds at most: `concurrencyPerEndpoint` per slot-round of attempts a claim can wait through
+    /// and still be sent before its lease ends (`leaseMs / timeoutMs - 1`: 5 with the contract's 10 s and 60 s), at most
+    /// `claimsPerSlotMax`.
+    var heldMax: Int { options.concurrencyPerEndpoint * max(1, min(Self.claimsPerSlotMax, Int(options.leaseMs / options.timeoutMs) - 1)) }
+
+    /// Moves one endpoint's deliveries along: starts sends into free slots, and starts a settle (one write) for what
+    /// ended or is put back, claiming again when it records ended deliveries (their chains' next ones), when a pass found
+    /// due chains, or when the last claim came back full. At most one settle per endpoint runs at a time; sends go on
+    /// meanwhile.
+    private func pump(_ endpoint: WebhookEndpoint) {
+        let now = clock.nowMs()
+        let (sends, settle, idleWaiters) = state.withLock { s in
+            var d = s.deliveries[endpoint.id, default: EndpointDeliveries()]
+            var sends: [ClaimedWebhookDelivery] = []
+            while !d.ready.isEmpty, s.stopped || d.sending + sends.count < options.concurrencyPerEndpoint {
+                let next = d.ready.removeFirst()
+                // Sent only if its attempt ends before the lease does: else another worker may take the chain meanwhile.
+                if s.stopped || now + options.timeoutMs >= next.leaseUntilMs {
+                    d.unsent.append(next.claim)
+                } else {
+                    sends.append(next.claim)
                 }
             }
-            do {
-                claim = try await store.finishWebhookDelivery(current, result: result, owner: owner, nowMs: clock.nowMs(), leaseMs: options.leaseMs,
-                                                              continueChain: sent < options.chainRunMax && !isStopped)
-            } catch {
-                // The chain stays claimed until its lease runs out; the delivery is then sent again.
-                log(.warning, "webhook delivery result not recorded; it will be sent again", [
-                    "webhook.id": .string(endpoint.id), "event.id": .string(current.eventId), "error.id": .string(error.kind.id),
-                    "error.detail": .string(error.detail)])
-                claim = nil
+            d.sending += sends.count
+            var settle: (ended: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)], unsent: [ClaimedWebhookDelivery], claimLimit: Int)?
+            // Recording ended deliveries puts their chains back: claim again, so each chain's next delivery comes along.
+            let room = heldMax - (d.held - d.ended.count - d.unsent.count)
+            let claimLimit = s.stopped || !(d.claimWanted || !d.ended.isEmpty) ? 0 : max(0, room)
+            // Recorded in batches of a slot-round at least, unless the sends would run dry first.
+            let recordNow = !d.ended.isEmpty
+                && (d.ended.count >= options.concurrencyPerEndpoint || d.ready.count < options.concurrencyPerEndpoint || d.sending == 0 || s.stopped)
+            if !d.settling, recordNow || !d.unsent.isEmpty || (d.claimWanted && claimLimit > 0) {
+                let taken = min(d.ended.count, KakinStore.settleBatchMax)
+                let unsent = min(d.unsent.count, KakinStore.settleBatchMax - taken)
+                settle = (Array(d.ended.prefix(taken)), Array(d.unsent.prefix(unsent)), max(0, claimLimit))
+                d.ended.removeFirst(taken)
+                d.unsent.removeFirst(unsent)
+                d.settling = true
+                d.claimWanted = false
+            }
+            s.deliveries[endpoint.id] = d
+            var waiters: [CheckedContinuation<Void, Never>] = []
+            if s.deliveries.values.allSatisfy(\.isIdle) { swap(&waiters, &s.idleWaiters) }
+            return (sends, settle, waiters)
+        }
+        for waiter in idleWaiters { waiter.resume() }
+        for claim in sends {
+            Task { [self] in
+                let result = await attempt(claim, endpoint: endpoint)
+                state.withLock { s in
+                    s.deliveries[endpoint.id]!.sending -= 1
+                    s.deliveries[endpoint.id]!.ended.append((claim, result))
+                    switch result.state {
+                    case .delivered: s.attempts[endpoint.id, default: AttemptCounts()].delivered += 1
+                    case .retrying: s.attempts[endpoint.id, default: AttemptCounts()].retrying += 1
+                    case .dead, .pending: s.attempts[endpoint.id, default: AttemptCounts()].dead += 1
+                    }
+                }
+                pump(endpoint)
             }
         }
+        if let settle {
+            Task { [self] in await self.settle(endpoint, settle.ended, settle.unsent, claimLimit: settle.claimLimit) }
+        }
+    }
+
+    /// One settle: records what ended, puts back what was not sent, claims up to `claimLimit` chains; then pumps again.
+    private func settle(_ endpoint: WebhookEndpoint, _ ended: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)],
+                        _ unsent: [ClaimedWebhookDelivery], claimLimit: Int) async {
+        let now = clock.nowMs()
+        var claimed: [ClaimedWebhookDelivery] = []
+        do {
+            claimed = try await store.settleWebhookDeliveries(endpointId: endpoint.id, results: ended, unattempted: unsent, owner: owner, nowMs: now,
+                                                              leaseMs: options.leaseMs, claimLimit: claimLimit)
+        } catch {
+            // Their chains stay claimed until the lease runs out; the deliveries are then sent again.
+            log(.warning, "webhook delivery results not recorded; they will be sent again", [
+                "webhook.id": .string(endpoint.id), "deliveries": .int(ended.count + unsent.count), "error.id": .string(error.kind.id),
+                "error.detail": .string(error.detail)])
+        }
+        state.withLock { s in
+            var d = s.deliveries[endpoint.id]!
+            precondition(claimed.count <= max(claimLimit, 0), "a claim holds at most what was asked")
+            d.held += claimed.count - ended.count - unsent.count
+            precondition(d.held >= 0, "held claims never go below zero")
+            d.ready += claimed.map { ($0, now + options.leaseMs) }
+            d.settling = false
+            // A full claim: more chains may be due.
+            if claimLimit > 0, claimed.count == claimLimit { d.claimWanted = true }
+            s.deliveries[endpoint.id] = d
+        }
+        pump(endpoint)
     }
 
     /// One attempt and what it comes to on the schedule.

@@ -18,7 +18,8 @@ import KakinStorage
 /// Round trips are what a statement costs most (the server wakes up, answers, Kakin's thread wakes up), so
 /// the engine's own statements can wait (`later`) and travel with the next body statement in one round
 /// trip (libpq's pipeline mode): `BEGIN` with a read's first query, `RELEASE SAVEPOINT w; SAVEPOINT w`
-/// with the next write's first statement.
+/// with the next write's first statement; a statement new to the connection goes with its `PREPARE`; and
+/// `executeBatch` sends a body's statements whose answers it does not need in between all at once.
 final class PGConnection: SQLConnection {
     var dialect: SQLDialect { .postgresql }
 
@@ -36,6 +37,10 @@ final class PGConnection: SQLConnection {
     private var waiting: [String] = []
     /// Set when one of the waiting engine statements failed (the error a body then saw is not its own).
     private(set) var engineStatementFailed = false
+    /// Statements and round trips since the owning thread last took them (`takeWork`).
+    private var work = SQLWorkCounts()
+    /// A reader's connection: its body statements are counted as reads.
+    var readsOnly = false
 
     /// Opens a connection. Blocks for at most the settings' connect timeout.
     /// - Throws: `SQLError` `.unavailable` with libpq's message (which never contains the password).
@@ -61,6 +66,7 @@ final class PGConnection: SQLConnection {
             close()
             throw error
         }
+        work = SQLWorkCounts()  // opening is not the work counted
     }
 
     deinit { close() }
@@ -90,6 +96,9 @@ final class PGConnection: SQLConnection {
         engineStatementFailed = false
     }
 
+    /// The statements and round trips counted since the last call, for the statistics.
+    func takeWork() -> SQLWorkCounts { work.take() }
+
     /// Queues engine statements (no parameters) to go out with the next statement, in its round trip.
     func later(_ statements: String...) { waiting += statements }
 
@@ -112,8 +121,10 @@ final class PGConnection: SQLConnection {
         if !waiting.isEmpty {
             let statements = waiting + [sql]
             waiting.removeAll()
-            return try pipeline(statements, then: nil).lastTag
+            return try pipeline(statements, then: []).lastTag
         }
+        work.transactionControlStatements += 1
+        work.roundTrips += 1
         let result = PQexec(conn, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
@@ -131,11 +142,7 @@ final class PGConnection: SQLConnection {
 
     @discardableResult
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int {
-        try withResult(sql, parameters) { result in
-            let tag = Self.text(PQcmdStatus(result))
-            guard ["INSERT", "UPDATE", "DELETE", "MERGE"].contains(where: tag.hasPrefix) else { return 0 }
-            return Int(Self.text(PQcmdTuples(result))) ?? 0
-        }
+        try withResult(sql, parameters) { Self.changedRows($0) }
     }
 
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
@@ -164,37 +171,65 @@ final class PGConnection: SQLConnection {
 
     private func withResult<R>(_ sql: String, _ parameters: [SQLValue], _ body: (OpaquePointer) throws -> R) throws -> R {
         guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed", sql: sql) }
+        let statement = try boundStatement(sql, parameters)
+        if !waiting.isEmpty || statement.prepared.unprepared != nil {
+            // With the waiting engine statements, or its PREPARE: one round trip all the same.
+            let statements = waiting
+            waiting.removeAll()
+            let result = try pipeline(statements, then: [statement]).results[0]!
+            defer { PQclear(result) }
+            return try body(result)
+        }
+        countBodyStatement()
+        work.roundTrips += 1
+        let result = withOptionalCStrings(statement.texts) { values in
+            PQexecPrepared(conn, statement.prepared.name, Int32(statement.texts.count), values, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        return try body(result!)
+    }
+
+    /// A body statement ready to send: prepared (or to prepare), its parameters as text.
+    private struct BoundStatement {
+        var prepared: PreparedStatement
+        var texts: [String?]
+        var sql: String
+    }
+
+    private func boundStatement(_ sql: String, _ parameters: [SQLValue]) throws -> BoundStatement {
         // Parameter types are fixed when a statement is prepared: one prepared form per combination.
         var key = ""
         key.reserveCapacity(parameters.count + sql.utf8.count + 1)
         for value in parameters { key.append(Self.typeLetter(value)) }
         key.append("\u{0}")
         key.append(sql)
-        let statement = try preparedStatement(key: key, sql: sql, parameters: parameters)
-        let texts = try parameters.map { try Self.parameterText($0, sql: sql) }
-        if !waiting.isEmpty {
-            let statements = waiting
-            waiting.removeAll()
-            let result = try pipeline(statements, then: (statement, texts, sql)).result!
-            defer { PQclear(result) }
-            return try body(result)
-        }
-        if let unprepared = statement.unprepared {
-            let result = unprepared.types.withUnsafeBufferPointer { PQprepare(conn, statement.name, unprepared.text, Int32(unprepared.types.count), $0.baseAddress) }
-            defer { PQclear(result) }
-            do {
-                try check(result, sql: sql)
-            } catch {
-                statements.removeValue(forKey: key)
-                throw error
-            }
-        }
-        let result = withOptionalCStrings(texts) { values in
-            PQexecPrepared(conn, statement.name, Int32(texts.count), values, nil, nil, 0)
-        }
-        defer { PQclear(result) }
-        try check(result, sql: sql)
-        return try body(result!)
+        let prepared = try preparedStatement(key: key, sql: sql, parameters: parameters)
+        return BoundStatement(prepared: prepared, texts: try parameters.map { try Self.parameterText($0, sql: sql) }, sql: sql)
+    }
+
+    private func countBodyStatement() {
+        if readsOnly { work.readStatements += 1 } else { work.writeStatements += 1 }
+    }
+
+    /// All of `statements` (and the waiting engine statements ahead of them) in one round trip.
+    func executeBatch(_ statements: [SQLStatement]) throws -> [Int] {
+        if statements.isEmpty { return [] }
+        var bound: [BoundStatement] = []
+        bound.reserveCapacity(statements.count)
+        for statement in statements { bound.append(try boundStatement(statement.sql, statement.parameters)) }
+        let engine = waiting
+        waiting.removeAll()
+        let results = try pipeline(engine, then: bound).results
+        defer { for result in results { PQclear(result) } }
+        return results.map { Self.changedRows($0!) }
+    }
+
+    /// What `execute` answers for a result: rows changed by an INSERT, UPDATE, DELETE or MERGE, else 0.
+    private static func changedRows(_ result: OpaquePointer) -> Int {
+        let tag = text(PQcmdStatus(result))
+        guard ["INSERT", "UPDATE", "DELETE", "MERGE"].contains(where: tag.hasPrefix) else { return 0 }
+        return Int(text(PQcmdTuples(result))) ?? 0
     }
 
     /// A statement ready to run: its prepared name, and what to prepare first if the server does not know it yet.
@@ -204,23 +239,27 @@ final class PGConnection: SQLConnection {
         var unprepared: (text: String, types: [Oid])?
     }
 
-    /// Sends `engine` statements, then (if given) a body statement (prepared first when new), and one sync,
-    /// in one round trip; then reads every answer in order.
-    /// - Returns: the body statement's result (the caller clears it) and the last engine statement's tag.
-    /// - Throws: the first engine statement's error (with `engineStatementFailed` set), else the body
-    ///   statement's.
-    private func pipeline(_ engine: [String], then statement: (PreparedStatement, [String?], String)?) throws -> (result: OpaquePointer?, lastTag: String) {
+    /// Sends `engine` statements, then the body statements (each prepared first when new to this connection), and
+    /// one sync, in one round trip; then reads every answer in order.
+    /// - Returns: each body statement's result (the caller clears them) and the last engine statement's tag.
+    /// - Throws: the first engine statement's error (with `engineStatementFailed` set), else the first body
+    ///   statement's (the server skipped the ones after it).
+    private func pipeline(_ engine: [String], then bodyStatements: [BoundStatement]) throws -> (results: [OpaquePointer?], lastTag: String) {
         guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed") }
         guard PQenterPipelineMode(conn) == 1 else { throw SQLError(kind: .database, message: "cannot enter pipeline mode: \(Self.text(PQerrorMessage(conn)))") }
+        work.roundTrips += 1
+        work.transactionControlStatements += engine.count
+        for _ in bodyStatements { countBodyStatement() }
         var sent = true
         for sql in engine { sent = sent && PQsendQueryParams(conn, sql, 0, nil, nil, nil, nil, 0) == 1 }
-        if let (prepared, texts, _) = statement {
+        for statement in bodyStatements {
+            let prepared = statement.prepared
             if let unprepared = prepared.unprepared {
                 sent = sent && unprepared.types.withUnsafeBufferPointer {
                     PQsendPrepare(conn, prepared.name, unprepared.text, Int32(unprepared.types.count), $0.baseAddress)
                 } == 1
             }
-            sent = sent && withOptionalCStrings(texts) { PQsendQueryPrepared(conn, prepared.name, Int32(texts.count), $0, nil, nil, 0) } == 1
+            sent = sent && withOptionalCStrings(statement.texts) { PQsendQueryPrepared(conn, prepared.name, Int32(statement.texts.count), $0, nil, nil, 0) } == 1
         }
         sent = sent && PQpipelineSync(conn) == 1
         // Every answer is read even after a failure, so the connection leaves pipeline mode clean.
@@ -231,10 +270,11 @@ final class PGConnection: SQLConnection {
             if result != nil { while let extra = PQgetResult(conn) { PQclear(extra) } }  // each query's answer ends with NULL
             return result
         }
+        func aborted(_ result: OpaquePointer?) -> Bool { result.map(PQresultStatus) == PGRES_PIPELINE_ABORTED }
         for sql in engine where sent {
             let result = next()
             defer { PQclear(result) }
-            if result.map(PQresultStatus) == PGRES_PIPELINE_ABORTED { continue }
+            if aborted(result) { continue }
             do {
                 try check(result, sql: sql)
                 lastTag = Self.text(PQcmdStatus(result))
@@ -242,49 +282,55 @@ final class PGConnection: SQLConnection {
                 engineError = engineError ?? error
             }
         }
-        var bodyResult: OpaquePointer?
+        var results: [OpaquePointer?] = []
         var bodyError: (any Error)?
-        if let (prepared, _, sql) = statement, sent {
-            if prepared.unprepared != nil {
+        for statement in bodyStatements where sent {
+            if statement.prepared.unprepared != nil {
                 let result = next()
                 defer { PQclear(result) }
-                if result.map(PQresultStatus) != PGRES_PIPELINE_ABORTED {
-                    do { try check(result, sql: sql) } catch { bodyError = error }
+                if result.map(PQresultStatus) != PGRES_COMMAND_OK {
+                    // Not prepared on the server (refused, or skipped after an earlier error): prepare it again next time.
+                    statements.removeValue(forKey: statement.prepared.key)
+                    if !aborted(result) {
+                        do { try check(result, sql: statement.sql) } catch { bodyError = bodyError ?? error }
+                    }
                 }
             }
             let result = next()
-            if result.map(PQresultStatus) == PGRES_PIPELINE_ABORTED || bodyError != nil || engineError != nil {
-                PQclear(result)
-            } else {
+            if engineError == nil, bodyError == nil, !aborted(result) {
                 do {
-                    try check(result, sql: sql)
-                    bodyResult = result
+                    try check(result, sql: statement.sql)
+                    results.append(result)
+                    continue
                 } catch {
-                    PQclear(result)
                     bodyError = error
                 }
             }
-            if bodyResult == nil, prepared.unprepared != nil { statements.removeValue(forKey: prepared.key) }
+            PQclear(result)
+            results.append(nil)
         }
         if sent {
             // The sync's own answer (PGRES_PIPELINE_SYNC), unless the connection died.
             if let sync = PQgetResult(conn) { PQclear(sync) }
         }
         let exited = PQexitPipelineMode(conn) == 1
+        let failure: (any Error)?
         if !sent || !exited || isBroken {
             let message = Self.text(PQerrorMessage(conn))
             // Answers left unread, or no connection: this one cannot be used any more.
             close()
-            PQclear(bodyResult)
-            throw SQLError(kind: .unavailable, message: "the connection to PostgreSQL broke: \(message)")
-        }
-        if let engineError {
+            failure = SQLError(kind: .unavailable, message: "the connection to PostgreSQL broke: \(message)")
+        } else if let engineError {
             engineStatementFailed = true
-            PQclear(bodyResult)
-            throw engineError
+            failure = engineError
+        } else {
+            failure = bodyError
         }
-        if let bodyError { throw bodyError }
-        return (bodyResult, lastTag)
+        if let failure {
+            for result in results { PQclear(result) }
+            throw failure
+        }
+        return (results, lastTag)
     }
 
     private func preparedStatement(key: String, sql: String, parameters: [SQLValue]) throws -> PreparedStatement {

@@ -15,6 +15,8 @@ final class PGSession {
     let options: PostgresDatabase.Options
     let statistics: PostgresStatisticsRecorder
     private var connection: PGConnection?
+    /// Counts of connections dropped since the last `takeWork`.
+    private var droppedWork = SQLWorkCounts()
     private var everConnected = false
     private var failing: (until: ContinuousClock.Instant, error: any Error)?
 
@@ -33,6 +35,7 @@ final class PGSession {
         if let failing, clock.now < failing.until { throw failing.error }
         do {
             let fresh = try PGConnection(settings, statementsCachedMax: options.statementsCachedMax, queryRowsMax: options.queryRowsMax)
+            if case .reader = role { fresh.readsOnly = true }
             if case .writer = role, try fresh.queryOne("SELECT pg_is_in_recovery() AS standby", [])?.bool("standby") == true {
                 fresh.close()
                 throw SQLError(kind: .unavailable, message: "connected to a standby (read-only) at \(settings.redactedURL); writes need the primary")
@@ -50,8 +53,16 @@ final class PGSession {
 
     /// Drops the connection; the next `live` opens a new one.
     func discard() {
+        if let connection { droppedWork.add(connection.takeWork()) }
         connection?.close()
         connection = nil
+    }
+
+    /// What this thread's connections did since the last call, for the statistics.
+    func takeWork() -> SQLWorkCounts {
+        var work = droppedWork.take()
+        if let connection { work.add(connection.takeWork()) }
+        return work
     }
 
     /// Opens the first connection ahead of the first job (a failure is only remembered).

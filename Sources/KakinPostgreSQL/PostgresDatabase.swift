@@ -112,6 +112,8 @@ public final class PostgresDatabase: SQLDatabase {
         public var reads = 0
         /// Writes waiting right now.
         public var writeQueueDepth = 0
+        /// Statements run and round trips made (issue 26's counts).
+        public var work = SQLWorkCounts()
 
         /// Bodies per committed transaction on average.
         public var batchSizeMean: Double { commits == 0 ? 0 : Double(bodiesInCommittedBatches) / Double(commits) }
@@ -283,7 +285,14 @@ final class PostgresStatisticsRecorder: Sendable {
 
     func recordRetry() { state.withLock { $0.serializationRetries += 1 } }
     func recordReconnect() { state.withLock { $0.reconnects += 1 } }
-    func recordRead() { state.withLock { $0.reads += 1 } }
+    func record(_ work: SQLWorkCounts) { state.withLock { $0.work.add(work) } }
+
+    func recordRead(work: SQLWorkCounts) {
+        state.withLock { s in
+            s.reads += 1
+            s.work.add(work)
+        }
+    }
 }
 
 extension Result {

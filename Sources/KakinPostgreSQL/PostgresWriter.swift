@@ -48,6 +48,7 @@ final class PostgresWriter {
         session.warmUp(.writer)
         while let jobs = queue.take(countMax: options.batchSizeMax, joining: { _, _ in true }) {
             commit(jobs[...])
+            statistics.record(session.takeWork())
         }
         session.discard()
     }
@@ -177,6 +178,8 @@ final class PostgresWriter {
             return .settled
         }
         statistics.recordCommit(size: outcomes.count, bodiesSucceeded: outcomes.count { $0.bodyError == nil })
+        // Counted before the callers resume, so a caller that returned sees its statements counted.
+        statistics.record(session.takeWork())
         for outcome in outcomes { outcome.deliver() }
         return .committed
     }
@@ -288,7 +291,7 @@ final class PostgresReader {
             } else {
                 uncommitted = connection
             }
-            statistics.recordRead()
+            statistics.recordRead(work: session.takeWork())
             outcome.deliver()
             return
         }

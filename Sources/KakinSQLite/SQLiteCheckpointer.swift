@@ -39,10 +39,12 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     }
 
     /// The checkpoint thread's loop: one request at a time, until `close()`. Closes `handle` at the end.
-    func run(_ handle: SQLiteHandle) {
+    /// - Parameter record: takes each checkpoint's syncs, for the statistics.
+    func run(_ handle: SQLiteHandle, record: (SQLWorkCounts) -> Void) {
         while waitForRequest() {
             // A failed checkpoint (I/O error, busy) changes nothing on disk; the next request retries.
             _ = try? exclusively { try handle.checkpoint() }
+            record(handle.takeWork())
         }
         handle.close()
     }

@@ -85,6 +85,8 @@ public final class SQLiteDatabase: SQLDatabase {
         public var writeQueueDepth = 0
         /// Reads waiting right now.
         public var readQueueDepth = 0
+        /// Statements run and fsyncs made (issue 26's counts).
+        public var work = SQLWorkCounts()
 
         /// Bodies per committed transaction on average (committed and rolled-back-to-savepoint ones).
         public var batchSizeMean: Double {
@@ -130,7 +132,7 @@ public final class SQLiteDatabase: SQLDatabase {
         let writer = SQLiteWriter(handle: writerHandle, walHook: walHook, queue: writeQueue, batchSizeMax: options.batchSizeMax,
                                   statistics: recorder)
         threads.start(name: "sql-writer") { writer.run() }
-        threads.start(name: "sql-checkpoint") { [checkpointer] in checkpointer.run(checkpointHandle) }
+        threads.start(name: "sql-checkpoint") { [checkpointer, recorder] in checkpointer.run(checkpointHandle) { recorder.record($0) } }
         do {
             for index in 0..<options.readerCount {
                 let reader = SQLiteReader(handle: try SQLiteHandle(path: path, role: .reader, options: options), queue: readQueue,
@@ -191,7 +193,7 @@ public final class SQLiteDatabase: SQLDatabase {
                     let connection = ScopedSQLConnection(handle)
                     let result = Result { try body(connection) }
                     connection.invalidate()
-                    recorder.recordRead()
+                    recorder.recordRead(work: handle.takeWork())
                     return ReadCompletion { transactionError in
                         if let transactionError, case .success = result {
                             continuation.resume(throwing: transactionError)
@@ -253,10 +255,11 @@ final class SQLiteStatisticsRecorder: Sendable {
     func snapshot() -> SQLiteDatabase.Statistics { state.withLock { $0 } }
 
     /// Called before the batch's callers are resumed, so a caller that returned sees its batch counted.
-    func recordBatch(size: Int, committed: Bool, bodiesSucceeded: Int) {
+    func recordBatch(size: Int, committed: Bool, bodiesSucceeded: Int, work: SQLWorkCounts) {
         precondition(size >= 1 && (0...size).contains(bodiesSucceeded), "a batch of \(size) with \(bodiesSucceeded) bodies succeeded")
         precondition(committed || bodiesSucceeded == 0, "a body of a rolled-back batch counted as succeeded")
         state.withLock { statistics in
+            statistics.work.add(work)
             statistics.batches += 1
             statistics.writesCommitted += bodiesSucceeded
             statistics.writesFailed += size - bodiesSucceeded
@@ -269,7 +272,15 @@ final class SQLiteStatisticsRecorder: Sendable {
         }
     }
 
-    func recordRead() { state.withLock { $0.reads += 1 } }
+    func recordRead(work: SQLWorkCounts) {
+        state.withLock { s in
+            s.reads += 1
+            s.work.add(work)
+        }
+    }
+
+    /// The checkpoint thread's syncs.
+    func record(_ work: SQLWorkCounts) { state.withLock { $0.work.add(work) } }
 }
 
 extension Result {

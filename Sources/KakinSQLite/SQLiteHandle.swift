@@ -26,6 +26,9 @@ final class SQLiteHandle: SQLConnection {
     /// BEGIN/COMMIT/SAVEPOINT… kept apart from user statements, which may never contain them.
     private var engineStatements: [String: OpaquePointer] = [:]
     private var useTick: UInt64 = 0
+    /// Statements and syncs since the owning thread last took them (`takeWork`).
+    private var work = SQLWorkCounts()
+    private let isReader: Bool
     /// Read by the authorizer: only the engine's own statements may control transactions.
     fileprivate var allowsTransactionControl = false
     fileprivate var deniedTransactionControl = false
@@ -39,6 +42,7 @@ final class SQLiteHandle: SQLConnection {
         Self.processSettings
         statementsCachedMax = options.statementsCachedMax
         queryRowsMax = options.queryRowsMax
+        if case .reader = role { isReader = true } else { isReader = false }
 
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if case .reader = role { flags |= SQLITE_OPEN_READONLY } else { flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE }
@@ -73,6 +77,7 @@ final class SQLiteHandle: SQLConnection {
         try execute("PRAGMA temp_store = MEMORY", [])
         // 64 MiB of page cache per connection (SQLite's default is 2 MiB): re-reading pages is a syscall each.
         try execute("PRAGMA cache_size = -65536", [])
+        work = SQLWorkCounts()  // opening is not the work counted
     }
 
     deinit { close() }
@@ -90,6 +95,12 @@ final class SQLiteHandle: SQLConnection {
     }
 
     var isInTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
+
+    /// The statements (and syncs) counted since the last call, for the statistics.
+    func takeWork() -> SQLWorkCounts { work.take() }
+
+    /// A COMMIT of a write: with `synchronous=FULL` in WAL mode, one fsync of the WAL.
+    func countCommitSync() { work.syncs += 1 }
 
     // MARK: WAL checkpoints
 
@@ -112,6 +123,8 @@ final class SQLiteHandle: SQLConnection {
         var copiedFrames: Int32 = 0
         let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, &walFrames, &copiedFrames)
         guard rc == SQLITE_OK else { throw error(rc, sql: nil) }
+        // With frames to copy, SQLite syncs the WAL before copying and the database file after.
+        if walFrames > 0 { work.syncs += 2 }
         return (Int(walFrames), Int(copiedFrames))
     }
 
@@ -155,6 +168,11 @@ final class SQLiteHandle: SQLConnection {
         }
     }
 
+    /// One after another: SQLite has no round trips to save.
+    func executeBatch(_ statements: [SQLStatement]) throws -> [Int] {
+        try statements.map { try execute($0.sql, $0.parameters) }
+    }
+
     /// Runs a script of several statements (migrations). Not cached; no parameters.
     func executeScript(_ sql: String) throws {
         columnsByStatement = [:]
@@ -183,6 +201,7 @@ final class SQLiteHandle: SQLConnection {
 
     /// Runs one of the engine's own statements (BEGIN IMMEDIATE, SAVEPOINT w, COMMIT, …), cached.
     func runEngine(_ sql: String) throws {
+        work.transactionControlStatements += 1
         allowsTransactionControl = true
         defer { allowsTransactionControl = false }
         let statement: OpaquePointer
@@ -215,6 +234,7 @@ final class SQLiteHandle: SQLConnection {
     }
 
     private func withStatement<R>(_ sql: String, _ parameters: [SQLValue], _ body: (OpaquePointer) throws -> R) throws -> R {
+        if isReader { work.readStatements += 1 } else { work.writeStatements += 1 }
         let statement = try cachedStatement(sql)
         defer {
             sqlite3_reset(statement)

@@ -111,8 +111,9 @@ final class SQLiteWriter {
             abandon(outcomes, error: error)
             return []
         }
+        handle.countCommitSync()
         let succeeded = outcomes.count { $0.bodyError == nil }
-        statistics.recordBatch(size: outcomes.count, committed: true, bodiesSucceeded: succeeded)
+        statistics.recordBatch(size: outcomes.count, committed: true, bodiesSucceeded: succeeded, work: handle.takeWork())
         for outcome in outcomes { outcome.finish(nil) }
         return []
     }
@@ -120,7 +121,7 @@ final class SQLiteWriter {
     /// Rolls the transaction back and fails every body that ran in it, and `unrun` jobs without running them.
     private func abandon(_ outcomes: [WriteOutcome], alsoFailing unrun: ArraySlice<WriteJob> = [], error: any Error) {
         handle.rollbackIfInTransaction()
-        statistics.recordBatch(size: outcomes.count + unrun.count, committed: false, bodiesSucceeded: 0)
+        statistics.recordBatch(size: outcomes.count + unrun.count, committed: false, bodiesSucceeded: 0, work: handle.takeWork())
         for outcome in outcomes { outcome.finish(error) }
         for job in unrun { job.fail(error) }
     }

@@ -148,6 +148,7 @@ public final class KakinApp: Sendable {
         services.googlePlay.start()
         services.googlePlayNotifications.start()
         services.businessMetrics.worker.start { await services.businessMetrics.processDue() }
+        services.imports.worker.start { await services.imports.processDue() }
         recentErrorFlusher.start { [self] in await flushRecentErrors() }
     }
 
@@ -160,6 +161,7 @@ public final class KakinApp: Sendable {
         await services.googlePlay.stop()
         await services.googlePlayNotifications.stop()
         await services.businessMetrics.worker.stop()
+        await services.imports.worker.stop()
         await recentErrorFlusher.stop()
         await flushRecentErrors()
     }

@@ -47,6 +47,11 @@ extension KakinApp {
     static let appReceiptLengthMax = 1_040_000
 }
 
+extension ImportCommand {
+    /// Rejects printed at the end (the rest are at the rejects URL).
+    static let rejectsShownMax = 10
+}
+
 struct LimitRelations {
     var bodyBytesMax: Int
     var headerBytesMax: Int

@@ -76,6 +76,10 @@ public final class KakinServices: Sendable {
     public let externalPurchases: ExternalPurchases
     /// Business numbers: rollups, overview, series, rebuild (`docs/metrics.md`).
     public let businessMetrics: BusinessMetrics
+    /// Moving in: imports of an existing app's customers, purchases and balances (`kakin import`).
+    public let imports: Imports
+    /// Real time: retries, leases, the App Store client's pacing (the business clock may be simulated).
+    public let retryClock: any Clock
     /// The support desk's sessions and recent errors.
     public let supportRecords: SupportRecords
     /// A customer's timeline (the desk's page and the admin API).
@@ -94,6 +98,7 @@ public final class KakinServices: Sendable {
         self.verifier = verifier
         self.settings = settings
         self.clock = clock
+        self.retryClock = retryClock
         self.logger = logger
         self.metrics = metrics
         let apps = Dictionary(settings.apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { a, _ in a })
@@ -111,7 +116,7 @@ public final class KakinServices: Sendable {
         var webhookOptions = settings.webhookOptions
         webhookOptions.retentionDays = settings.events.retentionDays
         let worker = WebhookDeliveryWorker(
-            store: store, endpoints: settings.events.webhooks, sender: webhookSender ?? URLSessionWebhookSender(), clock: retryClock,
+            store: store, endpoints: settings.events.webhooks, sender: webhookSender ?? HTTPWebhookSender(), clock: retryClock,
             eventClock: clock, owner: claims.owner, options: webhookOptions,
             log: { level, message, metadata in logger.log(level == .error ? .error : level == .warning ? .warning : .info, message, metadata) })
         webhooks = worker
@@ -147,6 +152,9 @@ public final class KakinServices: Sendable {
         timeline = CustomerTimeline(store: store)
         businessMetrics = BusinessMetrics(store: store, settings: .from(apps: settings.apps, exchangeRates: settings.exchangeRates), clock: clock,
                                           logger: logger)
+        // Google Play rows are rejected (`google_play_not_configured`) until Play's ingest gives the resolver here.
+        imports = Imports(store: store, wallets: wallets, sync: appStoreSync, numbers: businessMetrics, googlePlay: nil, clock: retryClock,
+                          logger: logger, owner: claims.owner)
     }
 
     /// Points the App Store Server API client at Apple or (local mode) at the simulator; its key signs offers unless
@@ -158,7 +166,7 @@ public final class KakinServices: Sendable {
     /// The same over another transport (the whole-system simulation reaches its simulator in-process).
     public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings, transport: any HTTPTransport) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
-                                                transport: CountingTransport(inner: transport, metrics: metrics))
+                                                transport: CountingTransport(inner: transport, metrics: metrics), pacingClock: retryClock)
         try appStore.useAPIKeyForOffers(api)
         appStore.connect(connection)
     }

@@ -76,7 +76,7 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
             options.concurrencyPerEndpoint = 2
             let worker = WebhookDeliveryWorker(store: store, endpoints: [
                 WebhookEndpoint(id: "fast", url: fast.url, secrets: [secret]), WebhookEndpoint(id: "slow", url: slow.url, secrets: [secret]),
-            ], sender: URLSessionWebhookSender(), clock: RealClock(), owner: "w", options: options)
+            ], sender: HTTPWebhookSender(), clock: RealClock(), owner: "w", options: options)
             try await worker.prepare()
             worker.start()
             let ids = SequentialIDs()
@@ -113,7 +113,7 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
             let store = stores[0]
             let receiver = try TestReceiver(secrets: [secret], faults: .init(answerAll: 500))
             let endpoint = WebhookEndpoint(id: "backend", url: receiver.url, secrets: [secret])
-            let worker = WebhookDeliveryWorker(store: store, endpoints: [endpoint], sender: URLSessionWebhookSender(), clock: RealClock(), owner: "w",
+            let worker = WebhookDeliveryWorker(store: store, endpoints: [endpoint], sender: HTTPWebhookSender(), clock: RealClock(), owner: "w",
                                                options: testWorkerOptions(windowMs: 150))
             try await worker.prepare()
             worker.start()
@@ -154,7 +154,7 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
             let worker = WebhookDeliveryWorker(store: store, endpoints: [
                 WebhookEndpoint(id: "rotating", url: oldOnly.url, secrets: [new, old]),
                 WebhookEndpoint(id: "wrong", url: stranger.url, secrets: [new]),
-            ], sender: URLSessionWebhookSender(), clock: RealClock(), owner: "w", options: testWorkerOptions())
+            ], sender: HTTPWebhookSender(), clock: RealClock(), owner: "w", options: testWorkerOptions())
             try await worker.prepare()
             worker.start()
             let events = try await append(store, "u1", count: 3, ids: SequentialIDs())
@@ -176,7 +176,7 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
             let store = stores[0]
             let receiver = try TestReceiver(secrets: [secret])
             let endpoint = WebhookEndpoint(id: "backend", url: receiver.url, secrets: [secret])
-            let worker = WebhookDeliveryWorker(store: store, endpoints: [endpoint], sender: URLSessionWebhookSender(), clock: RealClock(), owner: "alive",
+            let worker = WebhookDeliveryWorker(store: store, endpoints: [endpoint], sender: HTTPWebhookSender(), clock: RealClock(), owner: "alive",
                                                options: testWorkerOptions())
             try await worker.prepare()
             let ids = SequentialIDs()
@@ -206,7 +206,7 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
         let target = try TestReceiver(secrets: [secret])
         let slow = try TestReceiver(secrets: [secret], faults: .init(hangShare: 1, hangMs: 2_000, hangEveryAttempt: true))
         let redirect = try TestReceiver.start(port: 0) { _ in HTTPResponse(status: 307, headers: ["Location": target.url]) }
-        let sender = URLSessionWebhookSender()
+        let sender = HTTPWebhookSender()
         let event = #"{"id":"evt_1"}"#
         func request(_ url: String, timeoutMs: Int64 = 5_000) -> WebhookRequest {
             WebhookRequest(endpoint: WebhookEndpoint(id: "e", url: url, secrets: [secret]), eventId: "evt_1", payload: event,
@@ -231,7 +231,7 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
             let events = try await append(store, "u1", count: 3, ids: ids)
             var options = testWorkerOptions()
             options.retentionDays = 1
-            let worker = WebhookDeliveryWorker(store: store, endpoints: [], sender: URLSessionWebhookSender(), clock: RealClock(), eventClock: Later(),
+            let worker = WebhookDeliveryWorker(store: store, endpoints: [], sender: HTTPWebhookSender(), clock: RealClock(), eventClock: Later(),
                                                owner: "w", options: options)
             #expect(try await store.outboxEvents(ids: events.map(\.id)).count == 3)
             await worker.runPass()

@@ -191,7 +191,7 @@ func testWorkerOptions(windowMs: Int64 = 120_000) -> WebhookDeliveryWorker.Optio
 
 /// The real sender, counting what came of each attempt (so a test can show its faults really happened).
 final class CountingSender: WebhookSender {
-    let base = URLSessionWebhookSender()
+    let base = HTTPWebhookSender()
     let outcomes = Mutex<[String: Int]>([:])
 
     func send(_ request: WebhookRequest) async -> WebhookResponse {

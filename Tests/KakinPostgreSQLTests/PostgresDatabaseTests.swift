@@ -87,6 +87,53 @@ struct ExpectedFailure: Error, Equatable {
         }
     }
 
+    /// A body's statements whose answers it does not read go to the server in one round trip, and a write batch's
+    /// round trips are counted (what the benchmarks print per request).
+    @Test func aBatchOfStatementsGoesInOneRoundTripAndCountsAsItsStatements() async throws {
+        try await withPostgres(.init(writerConnections: 1)) { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v BIGINT NOT NULL)", []) }
+            try await db.write { try $0.execute("INSERT INTO t (k, v) VALUES (?, ?)", "warm", 0) }
+            try await db.write { try $0.execute("UPDATE t SET v = v + ? WHERE k = ?", 0, "warm") }
+            let before = db.statistics.work
+            let counts = try await db.write { connection in
+                try connection.executeBatch((0..<10).map { SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("k\($0)"), .integer(Int64($0))]) }
+                                            + [SQLStatement("UPDATE t SET v = v + ? WHERE k = ?", [.integer(1), .text("k3")])])
+            }
+            let after = db.statistics.work
+            #expect(counts == Array(repeating: 1, count: 11))
+            #expect(after.writeStatements - before.writeStatements == 11)
+            // BEGIN and the batch in one round trip, COMMIT in another.
+            #expect(after.roundTrips - before.roundTrips == 2)
+            #expect(try await db.read { try $0.queryOne("SELECT SUM(v) AS s FROM t", [])?.int("s") } == 46)
+        }
+    }
+
+    @Test func aFailingStatementInABatchThrowsItsErrorAndNothingAfterItRuns() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v BIGINT NOT NULL)", []) }
+            await #expect(throws: SQLError.self) {
+                try await db.write { connection in
+                    try connection.executeBatch([
+                        SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("a"), .integer(1)]),
+                        SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("a"), .integer(2)]),
+                        SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("b"), .integer(3)]),
+                    ])
+                }
+            }
+            let thrown = await #expect(throws: SQLError.self) {
+                try await db.write { connection in
+                    try connection.executeBatch([SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("c"), .integer(1)]),
+                                                 SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("c"), .integer(2)])])
+                }
+            }
+            #expect(thrown?.kind == .constraintViolation)
+            // The bodies that threw were rolled back whole; the connection goes on.
+            #expect(try await db.read { try $0.query("SELECT k FROM t", []) }.isEmpty)
+            try await db.write { try $0.executeBatch([SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("d"), .integer(4)])]) }
+            #expect(try await db.read { try $0.queryOne("SELECT v FROM t WHERE k = ?", "d")?.int("v") } == 4)
+        }
+    }
+
     @Test func questionMarksInLiteralsAndCommentsAreNotPlaceholders() async throws {
         try await withPostgres { db in
             let row = try await db.read {

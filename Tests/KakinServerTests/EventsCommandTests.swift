@@ -113,7 +113,7 @@ import Testing
         }
         let listening = try #require(port)
         let endpoint = WebhookEndpoint(id: "backend", url: "http://127.0.0.1:\(listening)/hooks", secrets: [Array(Self.secret.utf8)])
-        let sender = URLSessionWebhookSender()
+        let sender = HTTPWebhookSender()
         let now = Int64(Date().timeIntervalSince1970)
         let event = #"{"customerId":"u1","id":"evt_1","sequence":1,"type":"coins.credited"}"#
         let first = await sender.send(WebhookRequest(endpoint: endpoint, eventId: "evt_1", payload: event, nowSeconds: now, timeoutMs: 5_000))

@@ -31,14 +31,14 @@ import Testing
         }
     }
 
-    /// Undone deliveries claimed by the `kakin serve` of process `pid` (its claims are named host/pid/suffix).
+    /// Customer chains (each with its oldest undone delivery) claimed by the `kakin serve` of process `pid` (its claims
+    /// are named host/pid/suffix).
     static func deliveriesHeld(by pid: pid_t, database: String) async throws -> Int {
         let db: any SQLDatabase = database.hasPrefix("sqlite:") ? try SQLiteDatabase(path: String(database.dropFirst(7)))
             : try PostgresDatabase(url: database, options: .init(writerConnections: 1, readerConnections: 1))
         do {
             let n = try await db.read { c in
-                try c.queryOne("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE claimed_by LIKE ? AND state IN ('pending', 'retrying')",
-                               [.text("%/\(pid)/%")])?.int("n") ?? 0
+                try c.queryOne("SELECT COUNT(*) AS n FROM webhook_chains WHERE claimed_by LIKE ?", [.text("%/\(pid)/%")])?.int("n") ?? 0
             }
             await db.close()
             return Int(n)

@@ -242,6 +242,14 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
 
     func delivered(_ status: Int = 200) -> WebhookAttemptResult { WebhookAttemptResult(state: .delivered, status: status, answer: "ok") }
 
+    /// Records one attempt's result and, with `claimNext`, claims one due chain: the chain just put back when its next
+    /// delivery is due (what the worker's batches do, one delivery at a time).
+    func finish(_ store: KakinStore, _ claim: ClaimedWebhookDelivery, _ result: WebhookAttemptResult, owner: String, nowMs: Int64, leaseMs: Int64,
+                claimNext: Bool) async throws -> ClaimedWebhookDelivery? {
+        try await store.settleWebhookDeliveries(endpointId: claim.endpointId, results: [(claim, result)], unattempted: [], owner: owner, nowMs: nowMs,
+                                                leaseMs: leaseMs, claimLimit: claimNext ? 1 : 0).first
+    }
+
     @Test(arguments: Backend.available) func anEndpointDeliversWhatCommittedAfterItsRegistrationInSequenceOrderPerCustomer(_ backend: Backend) async throws {
         try await withOutboxStore(backend) { store async throws in
             try await store.database.write { db in try appendRaw(db, "u1", ["coins.credited"]) }
@@ -257,9 +265,9 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             // Nothing else of u1 is claimable while its chain is held.
             #expect(try await store.claimWebhookDeliveries(endpointId: "a", owner: "w2", nowMs: Self.t0, leaseMs: 60_000, limit: 10).isEmpty)
             let u1 = try #require(claims.first { $0.customerId == "u1" })
-            let next = try await store.finishWebhookDelivery(u1, result: delivered(), owner: "w1", nowMs: Self.t0 + 5, leaseMs: 60_000, continueChain: true)
+            let next = try await finish(store, u1, delivered(), owner: "w1", nowMs: Self.t0 + 5, leaseMs: 60_000, claimNext: true)
             #expect(next?.sequence == 3 && next?.customerId == "u1")
-            let done = try await store.finishWebhookDelivery(try #require(next), result: delivered(), owner: "w1", nowMs: Self.t0 + 6, leaseMs: 60_000, continueChain: true)
+            let done = try await finish(store, try #require(next), delivered(), owner: "w1", nowMs: Self.t0 + 6, leaseMs: 60_000, claimNext: true)
             #expect(done == nil)
             let counts = try #require(try await store.webhookCounts(endpointIds: ["a"]).first)
             #expect(counts.pending == 1 && counts.retrying == 0 && counts.dead == 0 && counts.notFannedOut == 0)
@@ -267,6 +275,41 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             let rows = try await store.webhookDeliveries(endpointId: "a", state: .delivered, limit: 10)
             #expect(Set(rows.map(\.sequence)) == [2, 3] && rows.allSatisfy { $0.lastStatus == 200 && $0.attempts == 1 && $0.type != nil })
         }
+    }
+
+    /// The worker records deliveries in batches: one write of a few statements however many ended, and the chains just
+    /// put back come straight back with their next delivery; what was claimed and never sent goes back untouched.
+    @Test(arguments: Backend.available) func oneWriteRecordsABatchAndHandsEachChainsNextDeliveryBack(_ backend: Backend) async throws {
+        try await withOutboxStore(backend) { store async throws in
+            try await setUp(store)
+            let customers = (1...12).map { "u\($0)" }
+            for c in customers { try await store.database.write { db in try appendRaw(db, c, ["coins.credited", "coins.spent"]) } }
+            try await settle(store.database)
+            _ = try await store.fanOutWebhookEvents(routes: [WebhookRoute(endpointId: "a", types: Self.all)], nowMs: Self.t0, deadlineMs: Self.t0 + 10_000, batchMax: 500)
+            let claims = try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0, leaseMs: 60_000, limit: 100)
+            #expect(claims.count == 12 && claims.allSatisfy { $0.sequence == 1 && $0.payload != nil })
+            let retry = WebhookAttemptResult(state: .retrying, status: 503, answer: "busy", nextAttemptMs: Self.t0 + 1_000)
+            let before = writeStatements(store.database)
+            let next = try await store.settleWebhookDeliveries(
+                endpointId: "a", results: claims.map { ($0, $0.customerId == "u1" ? retry : delivered()) }, unattempted: [], owner: "w", nowMs: Self.t0 + 1,
+                leaseMs: 60_000, claimLimit: 100)
+            // Two outcomes, the chains put back, claimed again: four statements in the write for twelve deliveries.
+            #expect(writeStatements(store.database) - before == 4)
+            #expect(Set(next.map { "\($0.customerId):\($0.sequence)" }) == Set(customers.dropFirst().map { "\($0):2" }))
+            // Claimed and never sent: back, due at once, no attempt counted.
+            _ = try await store.settleWebhookDeliveries(endpointId: "a", results: [], unattempted: next, owner: "w", nowMs: Self.t0 + 2, leaseMs: 60_000,
+                                                        claimLimit: 0)
+            let again = try await store.claimWebhookDeliveries(endpointId: "a", owner: "w2", nowMs: Self.t0 + 2, leaseMs: 60_000, limit: 100)
+            #expect(Set(again.map(\.eventId)) == Set(next.map(\.eventId)) && again.allSatisfy { $0.attempts == 0 })
+            #expect(try await store.webhookDeliveries(endpointId: "a", state: .delivered, limit: 100).count == 11)
+            #expect(try await store.webhookDeliveries(endpointId: "a", state: .retrying, limit: 100).map(\.customerId) == ["u1"])
+        }
+    }
+
+    /// Statements write bodies have run on `database` so far (both engines count them).
+    func writeStatements(_ database: any SQLDatabase) -> Int {
+        if let sqlite = database as? SQLiteDatabase { return sqlite.statistics.work.writeStatements }
+        return (database as? PostgresDatabase)?.statistics.work.writeStatements ?? 0
     }
 
     @Test(arguments: Backend.available) func aFailedDeliveryHoldsItsCustomersNextEventsUntilItsRetryButNotOtherCustomers(_ backend: Backend) async throws {
@@ -279,9 +322,9 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             let claims = try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0, leaseMs: 60_000, limit: 10)
             let u1 = try #require(claims.first { $0.customerId == "u1" })
             let retry = WebhookAttemptResult(state: .retrying, status: 503, answer: "busy", nextAttemptMs: Self.t0 + 1000)
-            #expect(try await store.finishWebhookDelivery(u1, result: retry, owner: "w", nowMs: Self.t0 + 1, leaseMs: 60_000, continueChain: true) == nil)
+            #expect(try await finish(store, u1, retry, owner: "w", nowMs: Self.t0 + 1, leaseMs: 60_000, claimNext: true) == nil)
             let u2 = try #require(claims.first { $0.customerId == "u2" })
-            _ = try await store.finishWebhookDelivery(u2, result: delivered(), owner: "w", nowMs: Self.t0 + 1, leaseMs: 60_000, continueChain: true)
+            _ = try await finish(store, u2, delivered(), owner: "w", nowMs: Self.t0 + 1, leaseMs: 60_000, claimNext: true)
             #expect(try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0 + 999, leaseMs: 60_000, limit: 10).isEmpty)
             let again = try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0 + 1000, leaseMs: 60_000, limit: 10)
             #expect(again.map(\.sequence) == [1] && again.first?.attempts == 1 && again.first?.customerId == "u1")
@@ -289,7 +332,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             #expect(rows.count == 1 && rows.first?.lastStatus == 503 && rows.first?.lastAnswer == "busy")
             // Dead: the next event of the chain comes straight back.
             let dead = WebhookAttemptResult(state: .dead, status: nil, answer: "timed out")
-            let next = try await store.finishWebhookDelivery(try #require(again.first), result: dead, owner: "w", nowMs: Self.t0 + 1001, leaseMs: 60_000, continueChain: true)
+            let next = try await finish(store, try #require(again.first), dead, owner: "w", nowMs: Self.t0 + 1001, leaseMs: 60_000, claimNext: true)
             #expect(next?.sequence == 2)
             let counts = try #require(try await store.webhookCounts(endpointIds: ["a"]).first)
             #expect(counts.dead == 1 && counts.pending == 1)
@@ -306,10 +349,10 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             #expect(try await store.claimWebhookDeliveries(endpointId: "a", owner: "other", nowMs: Self.t0 + 999, leaseMs: 1_000, limit: 1).isEmpty)
             let taken = try #require(try await store.claimWebhookDeliveries(endpointId: "a", owner: "other", nowMs: Self.t0 + 1_000, leaseMs: 1_000, limit: 1).first)
             #expect(taken.eventId == first.eventId)
-            let next = try await store.finishWebhookDelivery(taken, result: delivered(), owner: "other", nowMs: Self.t0 + 1_001, leaseMs: 1_000, continueChain: true)
+            let next = try await finish(store, taken, delivered(), owner: "other", nowMs: Self.t0 + 1_001, leaseMs: 1_000, claimNext: true)
             #expect(next?.sequence == 2)
             // The first holder wakes up: its result is ignored and the chain stays with "other".
-            #expect(try await store.finishWebhookDelivery(first, result: delivered(), owner: "dying", nowMs: Self.t0 + 1_002, leaseMs: 1_000, continueChain: true) == nil)
+            #expect(try await finish(store, first, delivered(), owner: "dying", nowMs: Self.t0 + 1_002, leaseMs: 1_000, claimNext: true) == nil)
             let rows = try await store.webhookDeliveries(endpointId: "a", state: nil, limit: 10)
             #expect(rows.first { $0.sequence == 1 }?.attempts == 1)
             #expect(rows.first { $0.sequence == 2 }?.claimedBy == "other")
@@ -325,15 +368,15 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             try await settle(store.database)
             _ = try await store.fanOutWebhookEvents(routes: [route], nowMs: Self.t0, deadlineMs: Self.t0 + 10, batchMax: 500)
             var claim = try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0, leaseMs: 60_000, limit: 1).first
-            claim = try await store.finishWebhookDelivery(try #require(claim), result: WebhookAttemptResult(state: .dead, status: 500, answer: "no"),
-                                                          owner: "w", nowMs: Self.t0, leaseMs: 60_000, continueChain: true)
-            _ = try await store.finishWebhookDelivery(try #require(claim), result: delivered(), owner: "w", nowMs: Self.t0, leaseMs: 60_000, continueChain: true)
+            claim = try await finish(store, try #require(claim), WebhookAttemptResult(state: .dead, status: 500, answer: "no"),
+                                                          owner: "w", nowMs: Self.t0, leaseMs: 60_000, claimNext: true)
+            _ = try await finish(store, try #require(claim), delivered(), owner: "w", nowMs: Self.t0, leaseMs: 60_000, claimNext: true)
             #expect(try await store.webhookCounts(endpointIds: ["a"]).first?.dead == 1)
 
             #expect(try await store.replayWebhookDeliveries(route: route, eventIds: [rows[0].eventId, "evt_unknown"], nowMs: Self.t0 + 100, deadlineMs: Self.t0 + 200) == 1)
             let replayed = try #require(try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0 + 100, leaseMs: 60_000, limit: 1).first)
             #expect(replayed.eventId == rows[0].eventId && replayed.attempts == 0 && replayed.deadlineMs == Self.t0 + 200)
-            _ = try await store.finishWebhookDelivery(replayed, result: delivered(), owner: "w", nowMs: Self.t0 + 101, leaseMs: 60_000, continueChain: false)
+            _ = try await finish(store, replayed, delivered(), owner: "w", nowMs: Self.t0 + 101, leaseMs: 60_000, claimNext: false)
 
             // Since a time: the event from before the endpoint existed is created, the others requeued, all in sequence order.
             #expect(try await store.replayWebhookDeliveries(route: route, sinceMs: Self.t0 - 10, nowMs: Self.t0 + 300, deadlineMs: Self.t0 + 400) == 3)
@@ -341,7 +384,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             var next = try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0 + 300, leaseMs: 60_000, limit: 5).first
             while let c = next {
                 order.append(c.sequence)
-                next = try await store.finishWebhookDelivery(c, result: delivered(), owner: "w", nowMs: Self.t0 + 301, leaseMs: 60_000, continueChain: true)
+                next = try await finish(store, c, delivered(), owner: "w", nowMs: Self.t0 + 301, leaseMs: 60_000, claimNext: true)
             }
             #expect(order == [1, 2, 3])
             #expect(before.count == 1)
@@ -359,7 +402,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             try await settle(store.database)
             _ = try await store.fanOutWebhookEvents(routes: [route], nowMs: Self.t0, deadlineMs: Self.t0 + 10, batchMax: 500)
             let claim = try #require(try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0, leaseMs: 60_000, limit: 1).first)
-            _ = try await store.finishWebhookDelivery(claim, result: delivered(), owner: "w", nowMs: Self.t0, leaseMs: 60_000, continueChain: false)
+            _ = try await finish(store, claim, delivered(), owner: "w", nowMs: Self.t0, leaseMs: 60_000, claimNext: false)
             let later = Self.t0 + 40 * 86_400_000
             // "b" never fanned out: nothing goes while it still has to.
             var purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: ["a", "b"], batchMax: 100)
@@ -372,8 +415,8 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             #expect(try await store.outboxEvents(ids: old.map(\.eventId)).map(\.eventId) == [old[1].eventId])
             // Once dead, it goes too; the sequence never restarts.
             let second = try #require(try await store.claimWebhookDeliveries(endpointId: "a", owner: "w", nowMs: Self.t0, leaseMs: 60_000, limit: 1).first)
-            _ = try await store.finishWebhookDelivery(second, result: WebhookAttemptResult(state: .dead, status: nil, answer: "x"), owner: "w", nowMs: Self.t0,
-                                                      leaseMs: 60_000, continueChain: false)
+            _ = try await finish(store, second, WebhookAttemptResult(state: .dead, status: nil, answer: "x"), owner: "w", nowMs: Self.t0,
+                                                      leaseMs: 60_000, claimNext: false)
             purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: ["a", "b"], batchMax: 100)
             #expect(purged.events == 1 && purged.deliveries == 1)
             #expect(try await store.database.write { db in try appendRaw(db, "u1", ["coins.granted"]) }.map(\.sequence) == [3])
@@ -434,8 +477,8 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
                                 while let c = next {
                                     run += 1
                                     log.state.withLock { l in l.sent[c.customerId, default: []].append(c.sequence); l.sends += 1 }
-                                    next = try await store.finishWebhookDelivery(c, result: WebhookAttemptResult(state: .delivered, status: 200, answer: nil),
-                                                                                 owner: "w\(w)", nowMs: Self.t0, leaseMs: 600_000, continueChain: run < 2)
+                                    next = try await finish(store, c, WebhookAttemptResult(state: .delivered, status: 200, answer: nil),
+                                                                                 owner: "w\(w)", nowMs: Self.t0, leaseMs: 600_000, claimNext: run < 2)
                                 }
                             }
                         }

@@ -26,6 +26,27 @@ private func itemNames(_ database: SQLiteDatabase) async throws -> [String] {
         }
     }
 
+    /// What the benchmarks divide by requests: statements by kind, and an fsync per commit.
+    @Test func statementsAndTheCommitsFsyncAreCounted() async throws {
+        try await withDatabase { database in
+            try await database.write { try $0.execute(createItems) }
+            let before = database.statistics.work
+            try await database.write { connection in
+                try connection.executeBatch([SQLStatement("INSERT INTO items (id, name) VALUES (?, ?)", [1, "a"]),
+                                             SQLStatement("INSERT INTO items (id, name) VALUES (?, ?)", [2, "b"])])
+                try connection.execute("UPDATE items SET name = ? WHERE id = ?", "c", 2)
+            }
+            #expect(try await itemNames(database) == ["a", "c"])
+            let after = database.statistics.work
+            #expect(after.writeStatements - before.writeStatements == 3)
+            #expect(after.readStatements - before.readStatements == 1)
+            #expect(after.syncs - before.syncs >= 1)
+            #expect(after.roundTrips == 0)
+            // BEGIN IMMEDIATE, SAVEPOINT, RELEASE, COMMIT; the read's BEGIN (its COMMIT comes after the body).
+            #expect(after.transactionControlStatements - before.transactionControlStatements >= 5)
+        }
+    }
+
     @Test func everyValueKindRoundTrips() async throws {
         let values: [SQLValue] = [
             .null, .integer(0), .integer(Int64.max), .integer(Int64.min), .real(1.5), .real(-2.5e300),

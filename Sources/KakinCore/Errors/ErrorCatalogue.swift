@@ -144,6 +144,16 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case unknownMetric
     case noExchangeRate
     case exportFailed
+    // 9200…9249: imports (moving in an existing app's customers, purchases and balances)
+    case importFileInvalid
+    case importNotFound
+    case importsBusy
+    case importRowInvalid
+    case importBalanceInvalid
+    case importReferenceConflict
+    case googlePlayNotConfigured
+    case importStoreNotSupported
+    case importEnded
 
     public var id: String {
         switch self {
@@ -271,6 +281,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return "KKN-9151"
         case .noExchangeRate: return "KKN-9152"
         case .exportFailed: return "KKN-9153"
+        case .importFileInvalid: return "KKN-9200"
+        case .importNotFound: return "KKN-9201"
+        case .importsBusy: return "KKN-9202"
+        case .importRowInvalid: return "KKN-9203"
+        case .importBalanceInvalid: return "KKN-9204"
+        case .importReferenceConflict: return "KKN-9205"
+        case .googlePlayNotConfigured: return "KKN-9206"
+        case .importStoreNotSupported: return "KKN-9207"
+        case .importEnded: return "KKN-9208"
         }
     }
 
@@ -393,6 +412,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return "not_found"
         case .noExchangeRate: return "no_exchange_rate"
         case .exportFailed: return "export_failed"
+        case .importFileInvalid: return "invalid_import_file"
+        case .importNotFound: return "import_not_found"
+        case .importsBusy: return "too_many_imports"
+        case .importRowInvalid: return "invalid_import_row"
+        case .importBalanceInvalid: return "invalid_balance"
+        case .importReferenceConflict: return "import_reference_conflict"
+        case .googlePlayNotConfigured: return "google_play_not_configured"
+        case .importStoreNotSupported: return "unsupported_store"
+        case .importEnded: return "import_ended"
         }
     }
 
@@ -460,6 +488,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return 404
         case .noExchangeRate: return 422
         case .exportFailed: return 500
+        case .importFileInvalid: return 400
+        case .importNotFound: return 404
+        case .importsBusy: return 429
+        case .importRowInvalid: return 422
+        case .importBalanceInvalid: return 422
+        case .importReferenceConflict: return 409
+        case .googlePlayNotConfigured: return 422
+        case .importStoreNotSupported: return 422
+        case .importEnded: return 409
         }
     }
 
@@ -590,6 +627,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return "No metric has this name (activeSubscriptions, activeTrials, newSubscriptions, trialConversions, churned, mrr, revenue, refunds, coins)."
         case .noExchangeRate: return "A reporting currency needs exchangeRates in the configuration with a rate for it and for every currency counted."
         case .exportFailed: return "The export could not be written; no partial file was left in place."
+        case .importFileInvalid: return "The import file is empty or malformed (the message names the line); no import was started."
+        case .importNotFound: return "No import has this ID."
+        case .importsBusy: return "As many imports as the server takes at once are queued or running; wait for one to end."
+        case .importRowInvalid: return "A field of the import row is missing or malformed; the row was not imported."
+        case .importBalanceInvalid: return "paid and free must be whole numbers of coins (at most 100,000,000 either way); the row was not imported."
+        case .importReferenceConflict: return "This reference was imported before for another customer or other amounts; the row was not imported."
+        case .googlePlayNotConfigured: return "Google Play is not configured on this server; the row was not imported."
+        case .importStoreNotSupported: return "Kakin imports App Store (and Google Play) purchases; this row is from another store and was not imported."
+        case .importEnded: return "The import has already ended; there is nothing to cancel."
         }
     }
 }
@@ -603,6 +649,8 @@ public struct KakinError: Error, Sendable, CustomStringConvertible {
     public var detail: String?
     /// Overrides the catalogue's HTTP status where an endpoint's contract says so.
     public var httpStatus: Int
+    /// When a retry may succeed (UNIX ms), where the failing side said so (the App Store's 429 `Retry-After`).
+    public var retryAfterMs: Int64? = nil
 
     public init(_ kind: ErrorKind, _ message: String? = nil, detail: String? = nil, httpStatus: Int? = nil) {
         self.kind = kind

@@ -44,6 +44,7 @@ public final class KakinRuntime: Sendable {
             var http = HTTPServerConfiguration()
             http.host = configuration.host
             http.port = configuration.port
+            http.bodyBytesMaxByPath = [KakinApp.importsPath: ImportLimits.fileBytesMax]
             self.http = http
             self.extraRoutes = extraRoutes
         }

@@ -62,6 +62,9 @@ extension KakinApp {
         // Purchases outside the App Store: the generic source, Stripe, Apple's external purchase tokens (ExternalRoutes.swift)
         registerExternalRoutes(&r)
 
+        // Imports: moving in an existing app's customers, purchases and balances (ImportRoutes.swift)
+        registerImportRoutes(&r)
+
         // Renewal-date extensions (ExtensionRoutes.swift)
         r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend", .admin) { [unowned self] c throws(KakinError) in
             try await postExtendSubscription(c)
@@ -108,6 +111,8 @@ extension KakinApp {
         r.add("POST", "/admin/webhooks/{id}/deliveries/{eventId}/replay", .desk) { [unowned self] c in
             await desk.replayWebhookDelivery(c.request, id: c["id"], eventId: c["eventId"])
         }
+        r.add("GET", "/admin/imports", .desk) { [unowned self] c in await desk.importsPage(c.request) }
+        r.add("GET", "/admin/imports/{importId}", .desk) { [unowned self] c in await desk.importPage(c.request, id: c["importId"]) }
         r.add("GET", "/admin/reports/unused-balance", .desk) { [unowned self] c in await desk.reportPage(c.request) }
         r.add("GET", "/admin/consent-rescissions", .desk) { [unowned self] c in await desk.consentPage(c.request) }
         r.add("GET", "/admin/reports/unused-balance.csv", .desk) { [unowned self] c in await desk.reportCSV(c.request) }

@@ -4,18 +4,20 @@ import KakinService
 import KakinStorage
 
 extension KakinApp {
-    /// Either engine's group-commit figures in the shape `Metrics` renders for both
-    /// (`kakin_db_commit_batch_size`, `kakin_db_write_queue_depth`).
+    /// Either engine's group-commit figures and counts in the shape `Metrics` renders for both
+    /// (`kakin_db_commit_batch_size`, `kakin_db_write_queue_depth`, `kakin_db_statements_total`, …).
     func databaseFigures() -> Metrics.DatabaseFigures? {
         if let sqlite = store.database as? SQLiteDatabase {
             let s = sqlite.statistics
             return Metrics.DatabaseFigures(commits: s.commits, bodiesInCommittedBatches: s.bodiesInCommittedBatches,
-                                           committedBatchSizeCounts: s.committedBatchSizeCounts, writeQueueDepth: s.writeQueueDepth)
+                                           committedBatchSizeCounts: s.committedBatchSizeCounts, writeQueueDepth: s.writeQueueDepth, work: s.work,
+                                           dialect: .sqlite)
         }
         if let postgres = store.database as? PostgresDatabase {
             let s = postgres.statistics
             return Metrics.DatabaseFigures(commits: s.commits, bodiesInCommittedBatches: s.bodiesInCommittedBatches,
-                                           committedBatchSizeCounts: s.committedBatchSizeCounts, writeQueueDepth: s.writeQueueDepth)
+                                           committedBatchSizeCounts: s.committedBatchSizeCounts, writeQueueDepth: s.writeQueueDepth, work: s.work,
+                                           dialect: .postgresql)
         }
         return nil
     }

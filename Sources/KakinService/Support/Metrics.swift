@@ -11,7 +11,8 @@ import Synchronization
 ///   `kakin_notification_inbox{state}` and `kakin_notification_inbox_oldest_age_seconds{state}` for
 ///   received, retrying and dead.
 /// - Database: `kakin_db_commit_batch_size` (histogram of write bodies per committed transaction: group
-///   commit at work), `kakin_db_write_queue_depth`.
+///   commit at work), `kakin_db_write_queue_depth`; the work behind them: `kakin_db_statements_total{kind}`
+///   (`write`, `read`, `transaction_control`), `kakin_db_round_trips_total` (PostgreSQL), `kakin_db_syncs_total` (SQLite).
 /// - Stores' server APIs: `kakin_store_api_requests_total{store,endpoint,result}`, one per HTTP attempt (retries
 ///   included); store `appStore` (Google Play's joins the same family, so one alert rule covers both); result `ok`,
 ///   `http_<status>`, `timeout`, `connection_failed`, `too_large`, `cancelled`.
@@ -106,12 +107,17 @@ public final class Metrics: Sendable {
         /// Committed transactions per `SQLBatchSizeHistogram.bucketBounds` bucket (not cumulative).
         public var committedBatchSizeCounts: [Int]
         public var writeQueueDepth: Int
+        public var work: SQLWorkCounts
+        public var dialect: SQLDialect
 
-        public init(commits: Int, bodiesInCommittedBatches: Int, committedBatchSizeCounts: [Int], writeQueueDepth: Int) {
+        public init(commits: Int, bodiesInCommittedBatches: Int, committedBatchSizeCounts: [Int], writeQueueDepth: Int, work: SQLWorkCounts,
+                    dialect: SQLDialect) {
             self.commits = commits
             self.bodiesInCommittedBatches = bodiesInCommittedBatches
             self.committedBatchSizeCounts = committedBatchSizeCounts
             self.writeQueueDepth = writeQueueDepth
+            self.work = work
+            self.dialect = dialect
         }
     }
 
@@ -190,6 +196,18 @@ public final class Metrics: Sendable {
             out += "kakin_db_commit_batch_size_sum \(db.bodiesInCommittedBatches)\nkakin_db_commit_batch_size_count \(db.commits)\n"
             family("kakin_db_write_queue_depth", "gauge", "Writes waiting for the database's writer.")
             out += "kakin_db_write_queue_depth \(db.writeQueueDepth)\n"
+            family("kakin_db_statements_total", "counter", "SQL statements run: by write bodies (re-runs included), read bodies, and the engine's transaction control.")
+            out += "kakin_db_statements_total{kind=\"write\"} \(db.work.writeStatements)\n"
+            out += "kakin_db_statements_total{kind=\"read\"} \(db.work.readStatements)\n"
+            out += "kakin_db_statements_total{kind=\"transaction_control\"} \(db.work.transactionControlStatements)\n"
+            switch db.dialect {
+            case .postgresql:
+                family("kakin_db_round_trips_total", "counter", "Exchanges with PostgreSQL waited for (a pipeline of statements counts once).")
+                out += "kakin_db_round_trips_total \(db.work.roundTrips)\n"
+            case .sqlite:
+                family("kakin_db_syncs_total", "counter", "fsyncs made: one per COMMIT of a write, two per WAL checkpoint that copied frames (SQLite).")
+                out += "kakin_db_syncs_total \(db.work.syncs)\n"
+            }
         }
 
         family("kakin_store_api_requests_total", "counter", "Stores' server API HTTP attempts (retries included), by store, endpoint and result.")

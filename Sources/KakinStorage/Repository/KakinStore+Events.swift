@@ -125,6 +125,13 @@ extension KakinStore {
         db.dialect == .postgresql ? " AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint" : ""
     }
 
+    /// "After the cursor `(txid, feed_pos)` = `(?, ?)`" in a form the engine finds with the feed's index. On SQLite every
+    /// row's `txid` is 0 (one writer: row order is commit order), so it is `txid = ? AND feed_pos > ?`: its planner walks
+    /// the index from its very first row for a row-value inequality (tens of ms per read over a large outbox).
+    static func afterFeedCursor(_ db: SQLConnection) -> String {
+        db.dialect == .postgresql ? "(txid, feed_pos) > (?, ?)" : "txid = ? AND feed_pos > ?"
+    }
+
     static func outboxRow(_ r: SQLRow) -> OutboxEventRow {
         OutboxEventRow(eventId: r.string("event_id") ?? "", customerId: r.string("customer_id") ?? "", sequence: r.int("sequence") ?? 0,
                        type: r.string("event_type") ?? "", createdAtMs: r.int("created_at_ms") ?? 0, environment: r.string("environment"),
@@ -145,7 +152,7 @@ extension KakinStore {
                 let rows = try db.query("""
                     SELECT feed_pos, txid, event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id,
                         CASE WHEN \(inList) THEN payload END AS payload
-                    FROM outbox_events WHERE (txid, feed_pos) > (?, ?)\(Self.feedVisibility(db))
+                    FROM outbox_events WHERE \(Self.afterFeedCursor(db))\(Self.feedVisibility(db))
                     ORDER BY txid, feed_pos LIMIT ?
                     """, list.map { .text($0) } + [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(Self.feedScanRowsMax))])
                 var events: [OutboxEventRow] = []
@@ -160,7 +167,7 @@ extension KakinStore {
                 return EventFeedPage(events: events, nextCursor: next)
             }
             let rows = try db.query("""
-                SELECT \(Self.outboxColumns) FROM outbox_events WHERE (txid, feed_pos) > (?, ?)\(Self.feedVisibility(db))
+                SELECT \(Self.outboxColumns) FROM outbox_events WHERE \(Self.afterFeedCursor(db))\(Self.feedVisibility(db))
                 ORDER BY txid, feed_pos LIMIT ?
                 """, [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(limit))])
             let next = rows.last.map { EventFeedCursor(txid: $0.int("txid") ?? 0, position: $0.int("feed_pos") ?? 0) } ?? cursor

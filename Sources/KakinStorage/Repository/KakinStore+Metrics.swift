@@ -128,7 +128,7 @@ extension Records {
     /// serves), at most `limit` events, and the cursor after the last one read.
     public func customersWithEvents(after cursor: EventFeedCursor, limit: Int) throws -> (customers: [String], next: EventFeedCursor, events: Int) {
         let rows = try db.query("""
-            SELECT txid, feed_pos, customer_id FROM outbox_events WHERE (txid, feed_pos) > (?, ?)\(KakinStore.feedVisibility(db))
+            SELECT txid, feed_pos, customer_id FROM outbox_events WHERE \(KakinStore.afterFeedCursor(db))\(KakinStore.feedVisibility(db))
             ORDER BY txid, feed_pos LIMIT ?
             """, [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(limit))])
         var seen = Set<String>(), customers: [String] = []

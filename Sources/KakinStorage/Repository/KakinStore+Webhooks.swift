@@ -96,6 +96,7 @@ public struct WebhookDeliveryRow: Sendable, Hashable {
     public var lastAttemptMs: Int64?
     public var lastStatus: Int?
     public var lastAnswer: String?
+    /// The process holding the delivery's chain, while the delivery is undone (its turn may not have come yet).
     public var claimedBy: String?
     public var finishedAtMs: Int64?
 }
@@ -145,7 +146,7 @@ extension KakinStore {
             guard let from = cursors.values.min() else { return (cursors, []) }
             let rows = try db.query("""
                 SELECT txid, feed_pos, event_id, customer_id, sequence, event_type FROM outbox_events
-                WHERE (txid, feed_pos) > (?, ?)\(Self.feedVisibility(db)) ORDER BY txid, feed_pos LIMIT ?
+                WHERE \(Self.afterFeedCursor(db))\(Self.feedVisibility(db)) ORDER BY txid, feed_pos LIMIT ?
                 """, [.integer(from.txid), .integer(from.position), .integer(Int64(batchMax))])
             return (cursors, rows.map { r in
                 (EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0), r.string("event_id") ?? "",
@@ -161,32 +162,71 @@ extension KakinStore {
                     UPDATE webhook_cursors SET txid = ?, feed_pos = ?, updated_at_ms = ? WHERE endpoint_id = ? AND txid = ? AND feed_pos = ?
                     """, [.integer(last.txid), .integer(last.position), .integer(nowMs), .text(route.endpointId), .integer(from.txid), .integer(from.position)])
                 guard moved == 1 else { continue }
-                var customers: [String] = []
-                var seen = Set<String>()
-                for e in events where from < e.cursor && route.types.contains(e.type) {
-                    let inserted = try db.execute("""
-                        INSERT INTO webhook_deliveries (endpoint_id, event_id, customer_id, sequence, state, attempts, created_at_ms, next_attempt_ms, deadline_ms)
-                        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (endpoint_id, event_id) DO NOTHING
-                        """, [.text(route.endpointId), .text(e.eventId), .text(e.customerId), .integer(e.sequence), .integer(nowMs), .integer(nowMs),
-                              .integer(deadlineMs)])
-                    created += inserted
-                    if inserted == 1, seen.insert(e.customerId).inserted { customers.append(e.customerId) }
-                }
-                for customer in customers { try Self.scheduleChain(db, route.endpointId, customer, dueMs: nowMs, nowMs: nowMs) }
+                let admitted = events.filter { from < $0.cursor && route.types.contains($0.type) }
+                let inserted = try Self.insertDeliveries(db, route.endpointId, admitted.map { ($0.eventId, $0.customerId, $0.sequence) }, nowMs: nowMs,
+                                                         deadlineMs: deadlineMs, onConflict: "DO NOTHING")
+                created += inserted.count
+                try Self.scheduleChains(db, route.endpointId, Self.distinct(inserted), dueMs: nowMs, nowMs: nowMs)
             }
             return created
         }
         return (events.count, created)
     }
 
-    /// Makes a chain due at `dueMs` if nothing was undone in it (an idle chain has no next attempt); a chain with
+    /// Rows one multi-row statement writes at most (a power of two: `SQLList.chunks`).
+    static let rowsPerStatementMax = 64
+
+    /// Inserts a `pending` delivery per event (due at `nowMs`), a few multi-row statements for any number; `onConflict`
+    /// says what an existing one becomes. Answers the customer of each row inserted or updated.
+    static func insertDeliveries(_ db: SQLConnection, _ endpointId: String, _ events: [(eventId: String, customerId: String, sequence: Int64)],
+                                 nowMs: Int64, deadlineMs: Int64, onConflict: String) throws -> [String] {
+        var customers: [String] = []
+        for chunk in SQLList.chunks(events.count, max: rowsPerStatementMax) {
+            var parameters: [SQLValue] = []
+            parameters.reserveCapacity(chunk.count * 7)
+            for e in events[chunk] {
+                parameters += [.text(endpointId), .text(e.eventId), .text(e.customerId), .integer(e.sequence), .integer(nowMs), .integer(nowMs), .integer(deadlineMs)]
+            }
+            customers += try db.query("""
+                INSERT INTO webhook_deliveries (endpoint_id, event_id, customer_id, sequence, state, attempts, created_at_ms, next_attempt_ms, deadline_ms)
+                VALUES \(SQLList.rows(chunk.count, "(?, ?, ?, ?, 'pending', 0, ?, ?, ?)")) ON CONFLICT (endpoint_id, event_id) \(onConflict)
+                RETURNING customer_id
+                """, parameters).compactMap { $0.string("customer_id") }
+        }
+        return customers
+    }
+
+    /// Makes each chain due at `dueMs` if nothing was undone in it (an idle chain has no next attempt); a chain with
     /// undone deliveries keeps its own time (its oldest delivery's backoff, or its lease).
-    static func scheduleChain(_ db: SQLConnection, _ endpointId: String, _ customerId: String, dueMs: Int64, nowMs: Int64) throws {
-        try db.execute("""
-            INSERT INTO webhook_chains (endpoint_id, customer_id, next_attempt_ms, updated_at_ms) VALUES (?, ?, ?, ?)
-            ON CONFLICT (endpoint_id, customer_id) DO UPDATE SET
-                next_attempt_ms = COALESCE(webhook_chains.next_attempt_ms, excluded.next_attempt_ms), updated_at_ms = excluded.updated_at_ms
-            """, [.text(endpointId), .text(customerId), .integer(dueMs), .integer(nowMs)])
+    static func scheduleChains(_ db: SQLConnection, _ endpointId: String, _ customerIds: [String], dueMs: Int64, nowMs: Int64) throws {
+        for chunk in SQLList.chunks(customerIds.count, max: rowsPerStatementMax) {
+            try db.execute("""
+                INSERT INTO webhook_chains (endpoint_id, customer_id, next_attempt_ms, updated_at_ms) VALUES \(SQLList.rows(chunk.count, "(?, ?, ?, ?)"))
+                ON CONFLICT (endpoint_id, customer_id) DO UPDATE SET
+                    next_attempt_ms = COALESCE(webhook_chains.next_attempt_ms, excluded.next_attempt_ms), updated_at_ms = excluded.updated_at_ms
+                """, customerIds[chunk].flatMap { [.text(endpointId), .text($0), .integer(dueMs), .integer(nowMs)] as [SQLValue] })
+        }
+    }
+
+    /// `values` without repeats, in first-seen order.
+    static func distinct(_ values: [String]) -> [String] {
+        var seen = Set<String>()
+        return values.filter { seen.insert($0).inserted }
+    }
+
+    /// Sets each listed chain's next attempt to its oldest undone delivery's (none: NULL, not due) where `condition`
+    /// holds, with `alsoSet` (e.g. the claim cleared): one statement for any number of chains; nil for none.
+    static func rescheduleChains(_ endpointId: String, _ customerIds: [String], nowMs: Int64, alsoSet: String,
+                                 condition: String, conditionParameters: [SQLValue]) -> SQLStatement? {
+        if customerIds.isEmpty { return nil }
+        let list = SQLList.inList(customerIds.map { .text($0) })
+        return SQLStatement("""
+            UPDATE webhook_chains SET next_attempt_ms = (
+                SELECT d.next_attempt_ms FROM webhook_deliveries d WHERE d.endpoint_id = webhook_chains.endpoint_id
+                    AND d.customer_id = webhook_chains.customer_id AND d.state IN ('pending', 'retrying') ORDER BY d.sequence LIMIT 1)\(alsoSet),
+                updated_at_ms = ?
+            WHERE endpoint_id = ? AND customer_id IN (\(list.sql)) AND \(condition)
+            """, [.integer(nowMs), .text(endpointId)] + list.parameters + conditionParameters)
     }
 
     // MARK: Claims
@@ -205,106 +245,108 @@ extension KakinStore {
         }
     }
 
-    /// The chain's oldest undone delivery: the only one of the customer's that may be sent to the endpoint now.
-    static func chainHead(_ db: SQLConnection, _ endpointId: String, _ customerId: String) throws -> SQLRow? {
-        try db.queryOne("""
-            SELECT event_id, sequence, attempts, deadline_ms, next_attempt_ms FROM webhook_deliveries
-            WHERE endpoint_id = ? AND customer_id = ? AND state IN ('pending', 'retrying') ORDER BY sequence LIMIT 1
-            """, [.text(endpointId), .text(customerId)])
-    }
-
-    /// Marks `head` as held by `owner` and answers it as a claim (payload read later, off the writer).
-    static func holdHead(_ db: SQLConnection, _ endpointId: String, _ customerId: String, _ head: SQLRow, owner: String,
-                         leaseUntilMs: Int64) throws -> ClaimedWebhookDelivery {
-        let eventId = head.string("event_id") ?? ""
-        try db.execute("UPDATE webhook_deliveries SET claimed_by = ?, lease_until_ms = ? WHERE endpoint_id = ? AND event_id = ?",
-                       [.text(owner), .integer(leaseUntilMs), .text(endpointId), .text(eventId)])
-        return ClaimedWebhookDelivery(endpointId: endpointId, eventId: eventId, customerId: customerId, sequence: head.int("sequence") ?? 0,
-                                      attempts: Int(head.int("attempts") ?? 0), deadlineMs: head.int("deadline_ms") ?? 0, payload: nil)
-    }
-
-    /// Puts a chain back: due when its oldest undone delivery is (never, when none is), no longer held.
-    static func releaseChain(_ db: SQLConnection, _ endpointId: String, _ customerId: String, head: SQLRow?, nowMs: Int64) throws {
-        try db.execute("""
-            UPDATE webhook_chains SET next_attempt_ms = ?, claimed_by = NULL, lease_until_ms = NULL, updated_at_ms = ?
-            WHERE endpoint_id = ? AND customer_id = ?
-            """, [SQLValue(head?.int("next_attempt_ms")), .integer(nowMs), .text(endpointId), .text(customerId)])
-    }
-
     /// Claims up to `limit` due chains of `endpointId` for `owner` until `nowMs + leaseMs` and answers the delivery
-    /// each may send now (its oldest undone one), with the event's JSON. A claim moves the chain's next attempt to the
-    /// lease's end, so no other worker sees it due meanwhile, and if `owner` dies it comes due again when the lease
-    /// runs out (the delivery is then sent again: at least once). On PostgreSQL, chains another process is claiming
-    /// at this moment are skipped (`FOR UPDATE SKIP LOCKED`) rather than waited for.
+    /// each may send now (its oldest undone one), with the event's JSON: `settleWebhookDeliveries` with nothing to record.
     public func claimWebhookDeliveries(endpointId: String, owner: String, nowMs: Int64, leaseMs: Int64, limit: Int) async throws(KakinError) -> [ClaimedWebhookDelivery] {
-        precondition((1...1_000).contains(limit), "claims are 1...1000 chains")
+        try await settleWebhookDeliveries(endpointId: endpointId, results: [], unattempted: [], owner: owner, nowMs: nowMs, leaseMs: leaseMs, claimLimit: limit)
+    }
+
+    /// Deliveries one settle records or puts back at most (the worker's batch).
+    public static let settleBatchMax = 1_024
+
+    /// One write for a batch of deliveries of one endpoint, and one read for what to send next:
+    /// 1. records each attempt's result (a delivery that already ended — another worker after a lapsed lease, a replay
+    ///    meanwhile — is left as it is);
+    /// 2. puts back the chains of the results and of the `unattempted` claims (taken, never sent: the worker is
+    ///    stopping, or held them past their lease's safe end), due when their oldest undone delivery is (never, when
+    ///    none is): only chains `owner` still holds;
+    /// 3. claims up to `claimLimit` due chains for `owner` until `nowMs + leaseMs`, the ones just put back among them. A
+    ///    claim moves the chain's next attempt to the lease's end, so no other worker sees it due meanwhile; if `owner`
+    ///    dies it comes due again when the lease runs out (its delivery is then sent again: at least once). On
+    ///    PostgreSQL, chains another process is claiming at this moment are skipped (`FOR UPDATE SKIP LOCKED`).
+    /// Then, in a read (off the writer), each claimed chain's oldest undone delivery with its event's JSON: the only one
+    /// of the customer's that may be sent to the endpoint now (no one else records in a held chain, and fan-out only
+    /// adds later ones). A claimed chain with nothing due to send (its oldest delivery waits for a retry after a replay
+    /// changed it) is put back at once, in a second write.
+    /// Statements: one per distinct result (all 2xx of one status and answer are one), one to put chains back, one to
+    /// claim; on PostgreSQL the first ones go in one round trip.
+    /// - Returns: the deliveries to send now.
+    public func settleWebhookDeliveries(endpointId: String, results: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)],
+                                        unattempted: [ClaimedWebhookDelivery], owner: String, nowMs: Int64, leaseMs: Int64,
+                                        claimLimit: Int) async throws(KakinError) -> [ClaimedWebhookDelivery] {
+        precondition((0...Self.settleBatchMax).contains(claimLimit), "claims are 0...\(Self.settleBatchMax) chains")
+        precondition(results.count + unattempted.count <= Self.settleBatchMax, "a settle records at most \(Self.settleBatchMax) deliveries")
         precondition(leaseMs > 0, "a lease lasts")
+        precondition((results.map(\.claim) + unattempted).allSatisfy { $0.endpointId == endpointId }, "a settle is one endpoint's")
+        if results.isEmpty, unattempted.isEmpty, claimLimit == 0 { return [] }
         let leaseUntil = nowMs + leaseMs
-        let claimed = try await write { db -> [ClaimedWebhookDelivery] in
+        let release = { @Sendable (customers: [String]) in
+            Self.rescheduleChains(endpointId, customers, nowMs: nowMs, alsoSet: ", claimed_by = NULL, lease_until_ms = NULL",
+                                  condition: "claimed_by = ?", conditionParameters: [.text(owner)])
+        }
+        let customers = try await write { db -> [String] in
+            var statements = Self.recordStatements(endpointId, results, nowMs: nowMs)
+            if let put = release(Self.distinct((results.map(\.claim) + unattempted).map(\.customerId))) { statements.append(put) }
+            try db.executeBatch(statements)
+            if claimLimit == 0 { return [] }
             let skipLocked = db.dialect == .postgresql ? " FOR UPDATE SKIP LOCKED" : ""
-            let customers = try db.query("""
+            return try db.query("""
                 UPDATE webhook_chains SET next_attempt_ms = ?, claimed_by = ?, lease_until_ms = ?, updated_at_ms = ?
                 WHERE endpoint_id = ? AND customer_id IN (
                     SELECT customer_id FROM webhook_chains WHERE endpoint_id = ? AND next_attempt_ms IS NOT NULL AND next_attempt_ms <= ?
                     ORDER BY next_attempt_ms LIMIT ?\(skipLocked))
                 RETURNING customer_id
                 """, [.integer(leaseUntil), .text(owner), .integer(leaseUntil), .integer(nowMs), .text(endpointId), .text(endpointId),
-                      .integer(nowMs), .integer(Int64(limit))]).compactMap { $0.string("customer_id") }
-            var claims: [ClaimedWebhookDelivery] = []
-            for customer in customers {
-                let head = try Self.chainHead(db, endpointId, customer)
-                guard let head, (head.int("next_attempt_ms") ?? 0) <= nowMs else {
-                    try Self.releaseChain(db, endpointId, customer, head: head, nowMs: nowMs)
-                    continue
-                }
-                claims.append(try Self.holdHead(db, endpointId, customer, head, owner: owner, leaseUntilMs: leaseUntil))
+                      .integer(nowMs), .integer(Int64(claimLimit))]).compactMap { $0.string("customer_id") }
+        }
+        if customers.isEmpty { return [] }
+        let heads = try await read { db -> [(claim: ClaimedWebhookDelivery, dueMs: Int64)] in
+            let list = SQLList.inList(customers.map { .text($0) })
+            return try db.query("""
+                SELECT d.customer_id, d.event_id, d.sequence, d.attempts, d.deadline_ms, d.next_attempt_ms, e.payload
+                FROM webhook_deliveries d LEFT JOIN outbox_events e ON e.event_id = d.event_id
+                WHERE d.endpoint_id = ? AND d.event_id IN (
+                    SELECT (SELECT x.event_id FROM webhook_deliveries x WHERE x.endpoint_id = c.endpoint_id AND x.customer_id = c.customer_id
+                                AND x.state IN ('pending', 'retrying') ORDER BY x.sequence LIMIT 1)
+                    FROM webhook_chains c WHERE c.endpoint_id = ? AND c.customer_id IN (\(list.sql)))
+                """, [.text(endpointId), .text(endpointId)] + list.parameters).map { r in
+                (ClaimedWebhookDelivery(endpointId: endpointId, eventId: r.string("event_id") ?? "", customerId: r.string("customer_id") ?? "",
+                                        sequence: r.int("sequence") ?? 0, attempts: Int(r.int("attempts") ?? 0), deadlineMs: r.int("deadline_ms") ?? 0,
+                                        payload: r.string("payload")), r.int("next_attempt_ms") ?? 0)
             }
-            return claims
         }
-        return try await withPayloads(claimed)
+        let due = heads.filter { $0.dueMs <= nowMs }.map(\.claim)
+        let sending = Set(due.map(\.customerId))
+        if let put = release(customers.filter { !sending.contains($0) }) {
+            try await write { db in try db.executeBatch([put]) }
+        }
+        return due
     }
 
-    /// Reads the claimed events' JSON (immutable rows: a read of its own, not the claim's write).
-    func withPayloads(_ claims: [ClaimedWebhookDelivery]) async throws(KakinError) -> [ClaimedWebhookDelivery] {
-        if claims.isEmpty { return [] }
-        let payloads = try await read { db -> [String: String] in
-            let rows = try db.query("""
-                SELECT event_id, payload FROM outbox_events WHERE event_id IN (\(Array(repeating: "?", count: claims.count).joined(separator: ", ")))
-                """, claims.map { .text($0.eventId) })
-            return Dictionary(rows.map { ($0.string("event_id") ?? "", $0.string("payload") ?? "") }, uniquingKeysWith: { a, _ in a })
+    /// The statements recording `results`: one per distinct outcome (state, status, answer, next attempt), each over
+    /// all of its deliveries. Undone is said as "neither delivered nor dead": with `state IN (…)` beside an `IN` list of
+    /// ids, SQLite's planner walks every undone delivery of the endpoint (`webhook_deliveries_by_state`) instead of
+    /// looking the ids up.
+    static func recordStatements(_ endpointId: String, _ results: [(claim: ClaimedWebhookDelivery, result: WebhookAttemptResult)],
+                                 nowMs: Int64) -> [SQLStatement] {
+        var groups: [WebhookAttemptResult: [String]] = [:]
+        var order: [WebhookAttemptResult] = []
+        for (claim, result) in results {
+            var stored = result
+            stored.answer = result.answer.map { String($0.prefix(Self.answerExcerptMax)) }
+            if groups[stored] == nil { order.append(stored) }
+            groups[stored, default: []].append(claim.eventId)
         }
-        return claims.map { var c = $0; c.payload = payloads[c.eventId]; return c }
-    }
-
-    /// Records an attempt's result for a delivery `owner` holds, and either hands the chain's next delivery straight
-    /// back (`continueChain`, when it is due now: one write per delivery while a customer's backlog drains) or puts
-    /// the chain back, due when its oldest undone delivery is. A delivery that already ended (another worker after a
-    /// lapsed lease, or a replay meanwhile) is left as it is; a chain `owner` no longer holds is not touched.
-    public func finishWebhookDelivery(_ claim: ClaimedWebhookDelivery, result: WebhookAttemptResult, owner: String, nowMs: Int64,
-                                      leaseMs: Int64, continueChain: Bool) async throws(KakinError) -> ClaimedWebhookDelivery? {
-        let answer = result.answer.map { String($0.prefix(Self.answerExcerptMax)) }
-        let next = try await write { db -> ClaimedWebhookDelivery? in
-            try db.execute("""
+        return order.map { result in
+            let list = SQLList.inList(groups[result]!.map { .text($0) })
+            return SQLStatement("""
                 UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, last_attempt_ms = ?, last_status = ?, last_answer = ?,
-                    next_attempt_ms = ?, finished_at_ms = ?, claimed_by = NULL, lease_until_ms = NULL
-                WHERE endpoint_id = ? AND event_id = ? AND state IN ('pending', 'retrying')
-                """, [.text(result.state.rawValue), .integer(nowMs), SQLValue(result.status), SQLValue(answer),
-                      .integer(result.nextAttemptMs ?? nowMs), result.state == .retrying ? .null : .integer(nowMs),
-                      .text(claim.endpointId), .text(claim.eventId)])
-            let holder = try db.queryOne("SELECT claimed_by FROM webhook_chains WHERE endpoint_id = ? AND customer_id = ?",
-                                         [.text(claim.endpointId), .text(claim.customerId)])?.string("claimed_by")
-            guard holder == owner else { return nil }
-            let head = try Self.chainHead(db, claim.endpointId, claim.customerId)
-            if continueChain, let head, (head.int("next_attempt_ms") ?? 0) <= nowMs {
-                try db.execute("UPDATE webhook_chains SET next_attempt_ms = ?, lease_until_ms = ?, updated_at_ms = ? WHERE endpoint_id = ? AND customer_id = ?",
-                               [.integer(nowMs + leaseMs), .integer(nowMs + leaseMs), .integer(nowMs), .text(claim.endpointId), .text(claim.customerId)])
-                return try Self.holdHead(db, claim.endpointId, claim.customerId, head, owner: owner, leaseUntilMs: nowMs + leaseMs)
-            }
-            try Self.releaseChain(db, claim.endpointId, claim.customerId, head: head, nowMs: nowMs)
-            return nil
+                    next_attempt_ms = ?, finished_at_ms = ?
+                WHERE endpoint_id = ? AND event_id IN (\(list.sql)) AND state <> 'delivered' AND state <> 'dead'
+                """, [.text(result.state.rawValue), .integer(nowMs), SQLValue(result.status), SQLValue(result.answer),
+                      .integer(result.nextAttemptMs ?? nowMs), result.state == .retrying ? .null : .integer(nowMs), .text(endpointId)]
+                + list.parameters)
         }
-        guard let next else { return nil }
-        return try await withPayloads([next]).first
     }
 
     // MARK: Replay
@@ -349,26 +391,18 @@ extension KakinStore {
         let admitted = events.filter { route.types.contains($0.type) }
         if admitted.isEmpty { return 0 }
         return try await write { db in
-            var customers: [String] = []
-            var seen = Set<String>()
-            for e in admitted {
-                try db.execute("""
-                    INSERT INTO webhook_deliveries (endpoint_id, event_id, customer_id, sequence, state, attempts, created_at_ms, next_attempt_ms, deadline_ms)
-                    VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)
-                    ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_ms = excluded.next_attempt_ms,
-                        deadline_ms = excluded.deadline_ms, finished_at_ms = NULL
-                    """, [.text(route.endpointId), .text(e.eventId), .text(e.customerId), .integer(e.sequence), .integer(nowMs), .integer(nowMs),
-                          .integer(deadlineMs)])
-                if seen.insert(e.customerId).inserted { customers.append(e.customerId) }
-            }
-            for customer in customers {
-                try Self.scheduleChain(db, route.endpointId, customer, dueMs: nowMs, nowMs: nowMs)
-                // A chain nobody holds is due when its (possibly new) oldest undone delivery is; a held one is put back by its holder.
-                try db.execute("""
-                    UPDATE webhook_chains SET next_attempt_ms = ?, updated_at_ms = ?
-                    WHERE endpoint_id = ? AND customer_id = ? AND (claimed_by IS NULL OR lease_until_ms <= ?)
-                    """, [SQLValue(try Self.chainHead(db, route.endpointId, customer)?.int("next_attempt_ms")), .integer(nowMs),
-                          .text(route.endpointId), .text(customer), .integer(nowMs)])
+            let customers = Self.distinct(try Self.insertDeliveries(
+                db, route.endpointId, admitted.map { ($0.eventId, $0.customerId, $0.sequence) }, nowMs: nowMs, deadlineMs: deadlineMs, onConflict: """
+                    DO UPDATE SET state = 'pending', attempts = 0, next_attempt_ms = excluded.next_attempt_ms, deadline_ms = excluded.deadline_ms,
+                        finished_at_ms = NULL
+                    """))
+            try Self.scheduleChains(db, route.endpointId, customers, dueMs: nowMs, nowMs: nowMs)
+            // A chain nobody holds is due when its (possibly new) oldest undone delivery is; a held one is put back by its holder.
+            for chunk in SQLList.chunks(customers.count, max: Self.rowsPerStatementMax) {
+                if let due = Self.rescheduleChains(route.endpointId, Array(customers[chunk]), nowMs: nowMs, alsoSet: "",
+                                                   condition: "(claimed_by IS NULL OR lease_until_ms <= ?)", conditionParameters: [.integer(nowMs)]) {
+                    try db.executeBatch([due])
+                }
             }
             return admitted.count
         }
@@ -470,7 +504,7 @@ extension KakinStore {
                 if let c = try Self.cursor(db, id) {
                     let lag = try db.queryOne("""
                         SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM (
-                            SELECT created_at_ms FROM outbox_events WHERE (txid, feed_pos) > (?, ?) ORDER BY txid, feed_pos LIMIT ?) AS behind
+                            SELECT created_at_ms FROM outbox_events WHERE \(Self.afterFeedCursor(db)) ORDER BY txid, feed_pos LIMIT ?) AS behind
                         """, [.integer(c.txid), .integer(c.position), .integer(Int64(Self.fanOutLagCountMax))])
                     counts.notFannedOut = Int(lag?.int("n") ?? 0)
                     counts.oldestNotFannedOutCreatedAtMs = lag?.int("oldest")
@@ -487,8 +521,11 @@ extension KakinStore {
         return try await read { db in
             var sql = """
                 SELECT d.endpoint_id, d.event_id, d.customer_id, d.sequence, e.event_type, d.state, d.attempts, d.created_at_ms, d.next_attempt_ms,
-                    d.deadline_ms, d.last_attempt_ms, d.last_status, d.last_answer, d.claimed_by, d.finished_at_ms
-                FROM webhook_deliveries d LEFT JOIN outbox_events e ON e.event_id = d.event_id WHERE d.endpoint_id = ?
+                    d.deadline_ms, d.last_attempt_ms, d.last_status, d.last_answer,
+                    CASE WHEN d.state IN ('pending', 'retrying') THEN c.claimed_by END AS claimed_by, d.finished_at_ms
+                FROM webhook_deliveries d LEFT JOIN outbox_events e ON e.event_id = d.event_id
+                    LEFT JOIN webhook_chains c ON c.endpoint_id = d.endpoint_id AND c.customer_id = d.customer_id
+                WHERE d.endpoint_id = ?
                 """
             var parameters: [SQLValue] = [.text(endpointId)]
             if let state {

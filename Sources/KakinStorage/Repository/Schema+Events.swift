@@ -12,7 +12,8 @@ extension Schema {
     ///   so one waits or (PostgreSQL, SERIALIZABLE) fails and runs again — never a duplicate, and a rolled back
     ///   transaction takes its numbers with it — never a gap. Never purged: a sequence never restarts.
     /// - `webhook_cursors`: how far each endpoint's fan-out has read the feed.
-    /// - `webhook_deliveries`: one row per endpoint and event (`pending` → `delivered`, or `retrying` → … → `dead`).
+    /// - `webhook_deliveries`: one row per endpoint and event (`pending` → `delivered`, or `retrying` → … → `dead`); its
+    ///   `claimed_by` and `lease_until_ms` went in migration 26 (the claim is the chain's).
     /// - `webhook_chains`: one row per endpoint and customer, the unit a worker claims: `next_attempt_ms` is its
     ///   oldest undone delivery's (NULL when nothing is undone, so the due index holds only chains with work), and
     ///   a claim holds the whole chain (`claimed_by`, `lease_until_ms`), so a customer's events go to an endpoint

@@ -313,6 +313,8 @@ enum Schema {
         metricsMigration,
         consumableInputsMigration,
         metricSourcesMigration,
+        importsMigration,
         googlePlayMigration,
+        webhookDeliveryClaimsMigration,
     ]
 }

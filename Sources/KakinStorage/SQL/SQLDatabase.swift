@@ -20,6 +20,25 @@ public protocol SQLConnection: AnyObject {
     /// Runs one statement and returns its first row, or `nil`. A data-changing statement
     /// (`INSERT … RETURNING`) still runs to completion.
     func queryOne(_ sql: String, _ parameters: [SQLValue]) throws -> SQLRow?
+
+    /// Runs `statements` in order, as many `execute` calls would, for a body that reads none of their answers before
+    /// the last one ran: PostgreSQL sends them all in one round trip (pipeline mode) instead of one each; SQLite runs
+    /// them one after another (it has no round trips). The first statement that fails throws its error and the ones
+    /// after it change nothing (on PostgreSQL the server skips them).
+    /// - Returns: each statement's count, as `execute` returns it.
+    @discardableResult
+    func executeBatch(_ statements: [SQLStatement]) throws -> [Int]
+}
+
+/// One statement and its parameters, for `SQLConnection.executeBatch`.
+public struct SQLStatement: Sendable, Hashable {
+    public var sql: String
+    public var parameters: [SQLValue]
+
+    public init(_ sql: String, _ parameters: [SQLValue]) {
+        self.sql = sql
+        self.parameters = parameters
+    }
 }
 
 extension SQLConnection {
@@ -135,6 +154,10 @@ public final class ScopedSQLConnection<Base: SQLConnection>: SQLConnection {
 
     public func queryOne(_ sql: String, _ parameters: [SQLValue]) throws -> SQLRow? {
         try live(sql).queryOne(sql, parameters)
+    }
+
+    public func executeBatch(_ statements: [SQLStatement]) throws -> [Int] {
+        try live(statements.first?.sql ?? "").executeBatch(statements)
     }
 
     private func live(_ sql: String) throws -> Base {

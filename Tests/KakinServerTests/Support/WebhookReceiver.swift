@@ -140,7 +140,7 @@ func eventually(timeoutSeconds: Double = 30, _ condition: () async throws -> Boo
 
 /// The real sender, counting what came of each attempt (so a test can show its faults really happened).
 final class CountingSender: WebhookSender {
-    let base = URLSessionWebhookSender()
+    let base = HTTPWebhookSender()
     let outcomes = Mutex<[String: Int]>([:])
 
     func send(_ request: WebhookRequest) async -> WebhookResponse {
