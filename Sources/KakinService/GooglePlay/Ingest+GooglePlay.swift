@@ -13,7 +13,7 @@ extension Ingest {
         precondition(options.owner == .currentOwner || presenter != nil, "path \(path) needs the presenting customer")
         let write = IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, path: path,
                                 purchaseProcessId: nil, walletPolicy: walletPolicy, transferPolicy: transferPolicy, catalogs: [:])
-        let extras = IngestRegistry.extras(store: PlayPurchaseFacts.source, path: path)
+        let extras = IngestRegistry.row(store: PlayPurchaseFacts.source, path: path).extras
         let events = events
         let result = try await store.transaction { r in
             let known = try r.playToken(read.purchaseToken)
