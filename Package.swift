@@ -69,7 +69,7 @@ let package = Package(
         // The use cases: one ingest path for every signed fact (verify → owner → plan in the core → one write → typed
         // change), the notification inbox, the App Store jobs, wallet, offers and status reads. No HTTP, no C.
         .target(name: "KakinService", dependencies: ["KakinCore", "KakinSystem", "KakinCrypto", "AppStoreSecurity", "KakinStorage", "StoreAPITransport", "AppStoreClient", "KakinExternal", "KakinEvents",
-                                                    "KakinMetrics", "KakinOfferings"],
+                                                    "KakinMetrics", "KakinOfferings", "GooglePlaySecurity", "GooglePlayClient"],
                 exclude: ["README.md"]),
         // Events out: the event types and JSON, the outbox entry point the ingest calls inside its write, webhook
         // endpoints, the retry schedule, the sender and the delivery worker. No HTTP server, no C.
@@ -78,7 +78,7 @@ let package = Package(
         .target(name: "KakinEventsListener", dependencies: ["KakinCore", "KakinCrypto", "HTTPServer"], exclude: ["README.md"]),
         // Composition: config, HTTP routes (thin adapters over KakinService), auth, local mode, commands.
         .target(name: "KakinServer", dependencies: ["KakinCore", "KakinService", "KakinMetrics", "KakinOfferings", "KakinSystem", "KakinCrypto", "AppStoreSecurity", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "HTTPServer", "AppStoreClient", "AppStoreSimulator", "GooglePlaySimulator", "KakinAdmin", "KakinExternal",
-                                                    "KakinEvents", "KakinEventsListener"], exclude: ["README.md"]),
+                                                    "KakinEvents", "KakinEventsListener", "GooglePlaySecurity", "GooglePlayClient"], exclude: ["README.md"]),
         // `kakin app`: a command-line app on KakinKit and the simulator adapter (every seed flow in a terminal).
         .target(name: "KakinAppCommand", dependencies: [
             .product(name: "KakinKit", package: "KakinKit"), .product(name: "KakinKitSimulator", package: "KakinKit"),
@@ -118,6 +118,7 @@ let package = Package(
                                                             "KakinTestPostgres", "HTTPServer", "KakinCrypto"]),
         .testTarget(name: "KakinSimulationTests", dependencies: ["KakinSimulation", "KakinTestPostgres", "KakinCore", "KakinService", "KakinStorage"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinOfferings", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "KakinCrypto", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
+                                                            "GooglePlaySimulator", "GooglePlaySecurity",
                                                             .product(name: "KakinKit", package: "KakinKit"),
                                                             .product(name: "KakinKitSimulator", package: "KakinKit")]),
     ]

@@ -16,6 +16,7 @@ let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOpti
     (.history, StatusHistoryBenchmark.run),
     (.notifications, NotificationsBenchmark.run),
     (.events, EventsBenchmark.run),
+    (.import, ImportBenchmark.run),
     (.postgres, PostgresBenchmark.run),
     (.metrics, MetricsBenchmark.run),
 ]

@@ -9,7 +9,7 @@ protocol FuzzTarget {
 }
 
 enum Targets {
-    static let names = ["json", "jws", "jwt", "storekit", "config", "period", "http", "receipt"]
+    static let names = ["json", "jws", "jwt", "storekit", "config", "period", "http", "receipt", "import"]
 
     static func make(_ name: String) -> (any FuzzTarget)? {
         switch name {
@@ -21,6 +21,7 @@ enum Targets {
         case "period": PeriodTarget()
         case "http": HTTPTarget()
         case "receipt": ReceiptTarget()
+        case "import": ImportTarget()
         default: nil
         }
     }

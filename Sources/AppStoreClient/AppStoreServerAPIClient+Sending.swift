@@ -109,6 +109,13 @@ extension AppStoreServerAPIClient {
                 throw AppStoreServerAPIError(
                     kind: .cancelled, request: call.label, environment: host.environment, attempts: attempts - 1)
             }
+            if let wait = pacer?.reserve(method: call.method, path: call.path, environment: host.environment), wait > 0 {
+                do {
+                    try await sleeper.sleep(ms: wait)
+                } catch {
+                    throw AppStoreServerAPIError(kind: .cancelled, request: call.label, environment: host.environment, attempts: attempts - 1)
+                }
+            }
             var error: AppStoreServerAPIError
             switch await sendOnce(call, to: host) {
             case .success(let response): return response

@@ -14,6 +14,8 @@ public struct AppStoreServerAPIClient: Sendable {
     let transport: any HTTPTransport
     let clock: any Clock
     let sleeper: any RetrySleeper
+    /// Spaces calls to Apple's hosts at Apple's published rates (nil: not paced; an explicit base URL never is).
+    let pacer: RequestPacer?
 
     /// Upper bound of every paging helper's `pagesMax`.
     public static let pagesMaxLimit = 1_000
@@ -24,15 +26,22 @@ public struct AppStoreServerAPIClient: Sendable {
     ///     talking to a simulator whose time has been moved.
     ///   - transport: `URLSessionTransport()` unless testing.
     ///   - sleeper: waits between attempts; `TaskSleeper()` unless testing.
+    ///   - pacingClock: a real-time clock to space calls to Apple's hosts at Apple's published rate limits
+    ///     (`AppStoreRateLimits`), shared by every call this client makes; nil: calls are not paced.
     public init(
         configuration: AppStoreServerAPIConfiguration, clock: any Clock,
-        transport: any HTTPTransport = URLSessionTransport(), sleeper: any RetrySleeper = TaskSleeper()
+        transport: any HTTPTransport = URLSessionTransport(), sleeper: any RetrySleeper = TaskSleeper(),
+        pacingClock: (any Clock)? = nil
     ) throws(AppStoreServerAPIConfigurationError) {
         (primary, fallback) = try configuration.validated()
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
         self.sleeper = sleeper
+        switch configuration.server {
+        case .apple, .appleSandbox: pacer = pacingClock.map(RequestPacer.init(clock:))
+        case .baseURL: pacer = nil
+        }
     }
 
     // MARK: Transactions

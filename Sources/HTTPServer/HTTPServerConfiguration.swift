@@ -8,6 +8,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// Larger bodies are refused with `bodyTooLarge`: at once when `Content-Length` says so
     /// (the body is never read), otherwise as soon as a chunked body crosses the limit.
     public var bodyBytesMax = 1 << 20
+    /// A larger (or smaller) body limit for requests to one exact path, such as an upload endpoint; checked the same way.
+    public var bodyBytesMaxByPath: [String: Int] = [:]
     /// Request line and headers beyond this are refused with `headersTooLarge` (431). libmicrohttpd
     /// gets more per-connection memory than this (``connectionMemoryBytes``), so only heads past
     /// that get its own bare 431/414 instead of the embedder's answer.
@@ -43,6 +45,9 @@ public struct HTTPServerConfiguration: Sendable {
     func validationProblem() -> String? {
         if !(0...65_535).contains(port) { return "port \(port) is outside 0...65535" }
         if !(1...(1 << 30)).contains(bodyBytesMax) { return "bodyBytesMax \(bodyBytesMax) is outside 1...\(1 << 30)" }
+        if let (path, limit) = bodyBytesMaxByPath.first(where: { !(1...(1 << 30)).contains($0.value) }) {
+            return "bodyBytesMaxByPath[\(path)] \(limit) is outside 1...\(1 << 30)"
+        }
         if !(4 * 1024...(1 << 20)).contains(headerBytesMax) {
             return "headerBytesMax \(headerBytesMax) is outside 4096...\(1 << 20)"
         }

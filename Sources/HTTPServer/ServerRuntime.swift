@@ -22,6 +22,8 @@ final class PendingRequest: @unchecked Sendable {
     var request: HTTPRequest?
     var bodyBytesReceived = 0
     var bodyTooLarge = false
+    /// This request's body limit: the server's, or its path's (``HTTPServerConfiguration/bodyBytesMaxByPath``).
+    var bodyBytesMax = 0
     /// Suspended and not yet seen again by MHD; counted in `ServerRuntime.suspendedCount`.
     var isSuspended = false
 
@@ -92,6 +94,7 @@ final class ServerRuntime: Sendable {
     private let handler: HTTPHandler
     private let rejectionResponder: HTTPRejectionResponder
     private let bodyBytesMax: Int
+    private let bodyBytesMaxByPath: [String: Int]
     /// Past the body limit we still read (and drop) this much of a chunked body so the client
     /// can be told 413; a client that keeps sending is disconnected.
     private let bodyDiscardBytesMax: Int
@@ -130,6 +133,7 @@ final class ServerRuntime: Sendable {
         self.handler = handler
         self.rejectionResponder = rejectionResponder
         bodyBytesMax = configuration.bodyBytesMax
+        bodyBytesMaxByPath = configuration.bodyBytesMaxByPath
         bodyDiscardBytesMax = max(configuration.bodyBytesMax, 1 << 20)
         requestTimeoutNs = UInt64(configuration.requestTimeoutSeconds) * 1_000_000_000
         receiveTimeoutNs = UInt64(configuration.receiveTimeoutSeconds) * 1_000_000_000
@@ -268,7 +272,8 @@ final class ServerRuntime: Sendable {
         if rawPath.utf8.count + query.rawBytes > targetBytesMax { return .uriTooLong(limitBytes: targetBytesMax) }
         if kakin_mhd_request_header_bytes(connection) > headerBytesMax { return .headersTooLarge(limitBytes: headerBytesMax) }
         let declaredBodyBytes = headers["Content-Length"].flatMap { Int($0) } ?? 0
-        if declaredBodyBytes > bodyBytesMax { return .bodyTooLarge(limitBytes: bodyBytesMax) }
+        pending.bodyBytesMax = bodyBytesMaxByPath[path] ?? bodyBytesMax
+        if declaredBodyBytes > pending.bodyBytesMax { return .bodyTooLarge(limitBytes: pending.bodyBytesMax) }
 
         var request = HTTPRequest(
             method: String(cString: method), path: path, rawPath: rawPath, queryItems: query.items,
@@ -281,7 +286,7 @@ final class ServerRuntime: Sendable {
 
     private func receiveBodyChunk(_ data: UnsafePointer<CChar>?, count: Int, into pending: PendingRequest) -> MHD_Result {
         pending.bodyBytesReceived += count
-        if pending.bodyBytesReceived <= bodyBytesMax, let data {
+        if pending.bodyBytesReceived <= pending.bodyBytesMax, let data {
             pending.request?.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
             return .YES
         }
@@ -290,14 +295,14 @@ final class ServerRuntime: Sendable {
             pending.request?.body = []
         }
         // MHD cannot answer until the whole body is read; past this much, drop the connection.
-        return pending.bodyBytesReceived - bodyBytesMax <= bodyDiscardBytesMax ? .YES : .NO
+        return pending.bodyBytesReceived - pending.bodyBytesMax <= bodyDiscardBytesMax ? .YES : .NO
     }
 
     /// The body is complete: suspend the connection and run the handler as a Swift task.
     private func dispatchToHandler(_ pending: PendingRequest) -> MHD_Result {
         pending.connectionState?.receiveDeadlineNs.store(0, ordering: .relaxed)
         if pending.bodyTooLarge {
-            return queue(rejectionResponder(.bodyTooLarge(limitBytes: bodyBytesMax), pending.requestId), for: pending)
+            return queue(rejectionResponder(.bodyTooLarge(limitBytes: pending.bodyBytesMax), pending.requestId), for: pending)
         }
         if !acceptsHandlers.load(ordering: .relaxed) {
             return queue(rejectionResponder(.serviceUnavailable, pending.requestId), for: pending)

@@ -57,3 +57,8 @@ extension FormFields {
     /// Bytes of a desk form's body.
     public static let bodyBytesMax = 64 * 1024
 }
+
+extension ImportPage {
+    /// Rejected rows an import's page lists (the rest are at the rejects URL).
+    static let rejectsMax = 200
+}

@@ -34,3 +34,24 @@ extension WriteRerunPlan {
     /// The longest jittered pause, in milliseconds.
     public static let pauseMsMax = 16
 }
+
+/// Every limit of an import, in one place.
+public enum ImportLimits {
+    /// The uploaded file (the import route's body limit).
+    public static let fileBytesMax = 64 << 20
+    /// Rows in one job.
+    public static let rowsMax = 200_000
+    /// Jobs queued or running at once (across every process on the database).
+    public static let jobsAtOnceMax = 4
+    /// One field's value; a CSV record's physical lines.
+    public static let fieldBytesMax = 4_096
+    public static let recordLinesMax = 16
+    /// Columns of a header (RevenueCat's export has about 40).
+    public static let columnsMax = 200
+    /// Rejects answered per page.
+    public static let rejectsPageMax = 1_000
+
+    static func check() {
+        precondition(fieldBytesMax * 4 <= fileBytesMax && rowsMax <= fileBytesMax / 8, "limits that can be reached")
+    }
+}

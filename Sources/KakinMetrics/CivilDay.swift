@@ -87,6 +87,19 @@ public protocol ReportingCalendar: Sendable {
     func day(ofMs ms: Int64) -> Int64
 }
 
+extension ReportingCalendar {
+    /// The last millisecond of local day `day` (a balance moved in "as of" a date is dated then: it counts on that day).
+    public func lastMs(ofDay day: Int64) -> Int64 {
+        // Zones are within ±26 hours of UTC: search the first millisecond of the next local day around UTC's.
+        var low = (day + 1) * 86_400_000 - 26 * 3_600_000, high = (day + 1) * 86_400_000 + 26 * 3_600_000
+        while low < high {
+            let mid = low + (high - low) / 2
+            if self.day(ofMs: mid) > day { high = mid } else { low = mid + 1 }
+        }
+        return low - 1
+    }
+}
+
 /// A zone with one fixed offset (UTC by default): tests, and facts whose zone does not matter.
 public struct FixedOffsetCalendar: ReportingCalendar {
     public let identifier: String

@@ -292,12 +292,14 @@ public enum Contributions {
         } else if let e = entitlement {
             switch e.standing {
             case .ended: ending = .churnVoluntary
-            case .pending: ending = .churnBilling
-            case .pastDue: ending = nil
+            case .pending, .onHold: ending = .churnBilling
+            // Google Play's pause ends nothing: the subscription resumes by itself.
+            case .pastDue, .inGracePeriod, .paused: ending = nil
             case .active: ending = e.willAutoRenew ? nil : .churnVoluntary
             }
         }
-        let grace = entitlement?.standing == .pastDue && periods.last?.revokedMs == nil ? entitlement?.expiresAtMs : nil
+        let inGrace = entitlement?.standing == .pastDue || entitlement?.standing == .inGracePeriod
+        let grace = inGrace && periods.last?.revokedMs == nil ? entitlement?.expiresAtMs : nil
         return Instance(source: sorted[0].source, bundleId: sorted[0].bundleId, periods: periods, graceEndMs: grace, ending: ending)
     }
 

@@ -31,6 +31,8 @@ public final class KakinApp: Sendable {
         public var webhookSender: (any WebhookSender)?
         /// Business numbers' rate table (`exchangeRates`).
         public var exchangeRates: ExchangeRates?
+        /// Google Play apps (`apps[]` entries with `"store": "googlePlay"`).
+        public var googlePlayApps: [GooglePlayAppSettings] = []
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     auth: Configuration.Auth? = nil, listensOnLoopback: Bool = true,
@@ -68,7 +70,8 @@ public final class KakinApp: Sendable {
             store: store, verifier: verifier,
             settings: KakinServices.Settings(apps: settings.apps, wallet: settings.wallet, transferPolicy: settings.transferPolicy,
                                              appReceiptRootsDER: settings.appReceiptRootsDER, notificationAttemptsMax: settings.notificationAttemptsMax,
-                                             events: settings.events, webhookOptions: settings.webhookOptions, exchangeRates: settings.exchangeRates),
+                                             events: settings.events, webhookOptions: settings.webhookOptions, exchangeRates: settings.exchangeRates,
+                                             googlePlayApps: settings.googlePlayApps),
             clock: clock, retryClock: retryClock ?? SystemClock(), logger: logger, webhookSender: settings.webhookSender)
         authenticator = Authenticator(auth: settings.auth, clock: clock)
         let desk = makeSupportDesk()
@@ -142,7 +145,10 @@ public final class KakinApp: Sendable {
         services.appStoreJobs.worker.start { await services.appStoreJobs.processDue() }
         services.webhooks.start()
         services.externalPurchases.reporter.start()
+        services.googlePlay.start()
+        services.googlePlayNotifications.start()
         services.businessMetrics.worker.start { await services.businessMetrics.processDue() }
+        services.imports.worker.start { await services.imports.processDue() }
         recentErrorFlusher.start { [self] in await flushRecentErrors() }
     }
 
@@ -152,7 +158,10 @@ public final class KakinApp: Sendable {
         await services.appStoreJobs.worker.stop()
         await services.webhooks.stop()
         await services.externalPurchases.reporter.stop()
+        await services.googlePlay.stop()
+        await services.googlePlayNotifications.stop()
         await services.businessMetrics.worker.stop()
+        await services.imports.worker.stop()
         await recentErrorFlusher.stop()
         await flushRecentErrors()
     }

@@ -53,6 +53,11 @@ extension Exporter {
     static let cohortCustomersMax = 2_000_000
 }
 
+extension ImportCommand {
+    /// Rejects printed at the end (the rest are at the rejects URL).
+    static let rejectsShownMax = 10
+}
+
 struct LimitRelations {
     var bodyBytesMax: Int
     var headerBytesMax: Int

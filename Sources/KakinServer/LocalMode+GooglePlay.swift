@@ -1,8 +1,10 @@
 import AppStoreSimulator
 import Foundation
+import GooglePlaySecurity
 import GooglePlaySimulator
 import HTTPServer
 import KakinCore
+import KakinCrypto
 import KakinService
 import KakinSystem
 
@@ -16,7 +18,13 @@ extension LocalMode {
     static func makePlaySimulator(stateFile: String?, clock: any Clock, kakin: LateApp, logger: Logger) throws -> GooglePlaySimulator {
         let sink = InProcessPlayPushSink(path: googlePlayPushPath) { request in
             guard let app = kakin.app else { return HTTPResponse.text("starting", status: 503) }
-            return await app.handle(request)
+            let response = await app.handle(request)
+            // Read-your-writes, as for the App Store's notifications: the simulator's call answers once Kakin applied it.
+            if response.status == 200 {
+                await app.services.googlePlayNotifications.worker.completePass()
+                await app.services.googlePlay.worker.completePass()
+            }
+            return response
         }
         let push = GooglePlaySimulator.PushSettings(sink: sink)
         if let stateFile, let bytes = FileManager.default.contents(atPath: stateFile) {
@@ -25,6 +33,26 @@ extension LocalMode {
         }
         return try GooglePlaySimulator(configuration: .demo(seed: UInt64.random(in: 1...UInt64(Int64.max))), clock: clock, wall: SystemClock(),
                                        push: push)
+    }
+
+    /// The contract's demo Play app as Kakin knows it: the same coin amounts and `premium` group as the App Store demo.
+    static let demoPlayCatalog = Catalog([
+        Product(productId: "coins_500", kind: .consumable, coins: 500, bonusCoins: 50),
+        Product(productId: "coins_1200", kind: .consumable, coins: 1200, bonusCoins: 200),
+        Product(productId: "noads", kind: .nonConsumable),
+        Product(productId: "premium", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1)),
+    ])
+
+    /// The demo Play app's settings, its Developer API at the simulator on `port` (the service account is the simulator's,
+    /// its `token_uri` the simulator's token endpoint).
+    func demoPlayApp(port: Int) throws -> GooglePlayAppSettings {
+        let root = "http://127.0.0.1:\(port)\(GooglePlaySimulator.mount)/"
+        let account = try GoogleServiceAccount(fileBytes: playSimulator.serviceAccountFile(tokenURI: root + "token"))
+        let push = playSimulator.pushSettings
+        return GooglePlayAppSettings(packageName: playSimulator.configuration.packageName, catalog: Self.demoPlayCatalog,
+                                     serviceAccount: account, apiRoot: root,
+                                     rtdn: .init(audience: "http://127.0.0.1:\(port)\(Self.googlePlayPushPath)",
+                                                 serviceAccountEmail: push.serviceAccountEmail, certsURL: root + "oauth2/v3/certs"))
     }
 
     /// Push tokens name this server's endpoint as their audience, as Pub/Sub's default does.
@@ -50,4 +78,10 @@ struct PlaySimulatorFollower: SimulatedTimeFollower {
     let play: GooglePlaySimulator
     func nextEventMs() -> Int64? { play.nextEventMs() }
     func advance(toMs targetMs: Int64) async { await play.advance(toMs: targetMs) }
+}
+
+/// The Play simulator's push-token keys, handed over in-process (what its `/oauth2/v3/certs` serves).
+struct InProcessPlayKeys: JSONWebKeySetSource {
+    let play: GooglePlaySimulator
+    func fetchKeySet() async throws(PushTokenFailure) -> JSONWebKeySet { play.pushKeySet }
 }

@@ -110,6 +110,10 @@ final class LocalMode: Sendable {
         var configuration = configuration
         // App receipts the simulator writes are checked against its CA, like its signed transactions.
         configuration.appReceiptRootsDER = configuration.appReceiptRootsDER ?? [simulator.rootCertificateDER]
+        // The demo Play app: its catalog joins the status's; its client is pointed at the simulator once the port is known.
+        if configuration.googlePlayApps.isEmpty, let play = try? demoPlayApp(port: configuration.port) {
+            configuration.googlePlayApps = [play]
+        }
         return KakinRuntime.Options(
             configuration: configuration, defaultRootsDER: [simulator.rootCertificateDER], clock: simulator.clock, logger: logger,
             extraRoutes: { router in
@@ -135,6 +139,12 @@ final class LocalMode: Sendable {
             baseURL: "http://127.0.0.1:\(runtime.port)/simulator"))
         try attachApple2026(port: runtime.port)
         attachGooglePlay(port: runtime.port)
+        for play in runtime.app.settings.googlePlayApps where play.packageName == playSimulator.configuration.packageName {
+            var connected = try demoPlayApp(port: runtime.port)
+            connected.catalog = play.catalog
+            try app.services.googlePlay.connect(connected)
+            app.services.googlePlayNotifications.accept(connected, keys: InProcessPlayKeys(play: playSimulator))
+        }
         await recordStampClock()
     }
 

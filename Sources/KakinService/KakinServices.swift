@@ -25,12 +25,15 @@ public final class KakinServices: Sendable {
         public var webhookOptions: WebhookDeliveryWorker.Options
         /// Business numbers' rate table (`exchangeRates`; nil: amounts stay per currency).
         public var exchangeRates: ExchangeRates? = nil
+        /// Google Play apps (`apps[]` entries with `"store": "googlePlay"`).
+        public var googlePlayApps: [GooglePlayAppSettings]
 
         public init(apps: [AppSettings], wallet: WalletPolicy = WalletPolicy(), transferPolicy: TransferPolicy = .keepFirstOwner,
                     appReceiptRootsDER: [[UInt8]]? = nil, notificationAttemptsMax: Int = NotificationRetryPolicy.attemptsMax,
                     events: EventsSettings = EventsSettings(), webhookOptions: WebhookDeliveryWorker.Options = WebhookDeliveryWorker.Options(),
-                    exchangeRates: ExchangeRates? = nil) {
+                    exchangeRates: ExchangeRates? = nil, googlePlayApps: [GooglePlayAppSettings] = []) {
             self.exchangeRates = exchangeRates
+            self.googlePlayApps = googlePlayApps
             self.apps = apps
             self.wallet = wallet
             self.transferPolicy = transferPolicy
@@ -76,10 +79,18 @@ public final class KakinServices: Sendable {
     public let businessMetrics: BusinessMetrics
     /// Offerings, placements, experiments and their results; customer attributes.
     public let offerings: Offerings
+    /// Moving in: imports of an existing app's customers, purchases and balances (`kakin import`).
+    public let imports: Imports
+    /// Real time: retries, leases, the App Store client's pacing (the business clock may be simulated).
+    public let retryClock: any Clock
     /// The support desk's sessions and recent errors.
     public let supportRecords: SupportRecords
     /// A customer's timeline (the desk's page and the admin API).
     public let timeline: CustomerTimeline
+    /// Google Play purchases and the acknowledgements Kakin owes Play (`GooglePlay/`).
+    public let googlePlay: GooglePlayPurchases
+    /// Google Play's real-time developer notifications: the inbox and its worker.
+    public let googlePlayNotifications: GooglePlayNotifications
 
     /// - Parameters:
     ///   - retryClock: schedules retries in real time, whatever clock the business logic runs on.
@@ -90,12 +101,15 @@ public final class KakinServices: Sendable {
         self.verifier = verifier
         self.settings = settings
         self.clock = clock
+        self.retryClock = retryClock
         self.logger = logger
         self.metrics = metrics
         let apps = Dictionary(settings.apps.map { ($0.bundleId, $0) }, uniquingKeysWith: { a, _ in a })
         appsByBundle = apps
         var merged = Catalog()
         for app in settings.apps { for p in app.catalog.sortedProducts { merged.upsert(p) } }
+        // Play's products share the App Store's groupIds; an id both stores use keeps the App Store's definition.
+        for app in settings.googlePlayApps { for p in app.catalog.sortedProducts where merged[p.productId] == nil { merged.upsert(p) } }
         catalog = merged
         let access = appStore
         let jobsWorker = BackgroundLoop(pollIntervalMs: 15_000)
@@ -118,6 +132,10 @@ public final class KakinServices: Sendable {
                         setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
                         events: events, apple2026: apple2026)
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
+        googlePlay = GooglePlayPurchases(store: store, ingest: ingest, clock: clock, retryClock: retryClock, logger: logger,
+                                         worker: BackgroundLoop(pollIntervalMs: 15_000))
+        googlePlayNotifications = GooglePlayNotifications(store: store, purchases: googlePlay, retryClock: retryClock, logger: logger,
+                                                          worker: BackgroundLoop(pollIntervalMs: 1000))
         let reporter = ExternalPurchaseReporter(store: store, access: access, apps: apps, clock: clock, metrics: metrics, logger: logger, events: events)
         externalPurchases = ExternalPurchases(store: store, apps: apps, walletPolicy: settings.wallet, events: events, statusReads: statusReads,
                                               clock: clock, metrics: metrics, logger: logger, reporter: reporter)
@@ -137,6 +155,9 @@ public final class KakinServices: Sendable {
         timeline = CustomerTimeline(store: store)
         let metricsSettings = MetricsSettings.from(apps: settings.apps, exchangeRates: settings.exchangeRates)
         businessMetrics = BusinessMetrics(store: store, settings: metricsSettings, clock: clock, logger: logger)
+        // Google Play rows are rejected (`google_play_not_configured`) until Play's ingest gives the resolver here.
+        imports = Imports(store: store, wallets: wallets, sync: appStoreSync, numbers: businessMetrics, googlePlay: nil, clock: retryClock,
+                          logger: logger, owner: claims.owner)
         offerings = Offerings(store: store, settings: Offerings.Settings(catalogs: Self.productCatalogs(merged)), catalog: merged, clock: clock,
                               events: events, metricsSettings: metricsSettings)
     }
@@ -158,7 +179,7 @@ public final class KakinServices: Sendable {
     /// The same over another transport (the whole-system simulation reaches its simulator in-process).
     public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings, transport: any HTTPTransport) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
-                                                transport: CountingTransport(inner: transport, metrics: metrics))
+                                                transport: CountingTransport(inner: transport, metrics: metrics), pacingClock: retryClock)
         try appStore.useAPIKeyForOffers(api)
         appStore.connect(connection)
     }

@@ -65,3 +65,12 @@ extension Metrics {
     /// Bounds the labelled families (methods, routes and statuses are few; this guards against surprises).
     static let seriesPerFamilyMax = 2_000
 }
+
+extension Imports {
+    /// Back-off while the App Store or the database is unavailable: 1 s doubling to this, or Apple's `Retry-After`.
+    public static let backoffMsMax: Int64 = 300_000
+    /// Transactions remembered per run as covered by a history already applied (later rows naming them need no call).
+    public static let coveredMax = 200_000
+    /// Jobs the desk lists.
+    public static let listMax = 50
+}

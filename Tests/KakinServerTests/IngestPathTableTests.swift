@@ -37,6 +37,7 @@ import Testing
         return [
             .app: presenting,
             .receipt: presenting,
+            .import: presenting,
             .receiptOlder: [
                 .new: Observed(result: "applied", coins: credited),
                 .duplicate: Observed(result: "alreadyProcessed", coins: credited),

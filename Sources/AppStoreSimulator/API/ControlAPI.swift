@@ -106,11 +106,12 @@ extension AppStoreSimulator {
     /// is a signed eligibility JWS; `outsideApp` is a purchase or redemption in the App Store itself.
     func purchase(_ request: HTTPRequest) async throws(KakinError) -> HTTPResponse {
         let body = try Self.bodyObject(request, allowed: ["productId", "appAccountToken", "quantity", "offer", "familyShared",
-                                                          "introductoryOfferEligibility", "outsideApp", "billingPlanType"])
+                                                          "introductoryOfferEligibility", "outsideApp", "billingPlanType", "notify"])
         var req = PurchaseRequest(productId: try body.requiredString("productId"), appAccountToken: try body.optionalString("appAccountToken", max: 64),
                                   quantity: Int(try body.optionalInt("quantity", 1...10) ?? 1),
                                   familyShared: try body.optionalBool("familyShared") ?? false)
         req.outsideApp = try body.optionalBool("outsideApp") ?? false
+        req.notify = try body.optionalBool("notify") ?? true
         if let plan = try body.optionalString("billingPlanType", max: 32) {
             guard BillingPlanType.known.contains(BillingPlanType(rawValue: plan)) else {
                 throw KakinError(.invalidField, "billingPlanType must be BILLED_UPFRONT or MONTHLY.")

@@ -20,6 +20,9 @@ struct PurchaseRequest: Sendable, Equatable {
     /// StoreKit's `.billingPlanType` purchase option (iOS 26.4): `MONTHLY` for the monthly billing with a
     /// 12-month commitment of a product that allows it; nil (or `BILLED_UPFRONT`) for the usual plan.
     var billingPlanType: BillingPlanType? = nil
+    /// False: the App Store sends no notification for this purchase and keeps none in Notification History (a purchase
+    /// made before Kakin was installed); the Server API still answers it. Later events of it notify as usual.
+    var notify = true
 }
 
 enum OfferChoice: Sendable, Equatable {
@@ -116,7 +119,11 @@ extension SimulatorState {
             outcome = try purchaseOneTime(product, account: account, token: written, ownership: ownership, quantity: request.quantity)
         }
         recordOfferUse(request, account: account)
-        outcome.notificationUUIDs = collectNotifications(since: seq)
+        if request.notify {
+            outcome.notificationUUIDs = collectNotifications(since: seq)
+        } else {
+            store.notifications.removeAll { $0.seq > seq }
+        }
         return outcome
     }
 

@@ -38,7 +38,7 @@ enum Layout {
     static let navigation: [(title: String, path: String)] = [
         ("Notifications", "/admin/notifications?state=dead"), ("Unused balance", "/admin/reports/unused-balance"),
         ("Webhooks", "/admin/webhooks"), ("Numbers", "/admin/metrics"), ("External reports", "/admin/external-purchase-reports"),
-        ("Consent", "/admin/consent-rescissions"), ("Offerings", "/admin/offerings"), ("Audit", "/admin/audit"),
+        ("Consent", "/admin/consent-rescissions"), ("Imports", "/admin/imports"), ("Offerings", "/admin/offerings"), ("Audit", "/admin/audit"),
     ]
 
     static func page(_ title: String, session: AdminSession?, query: String = "", notice: HTML = .empty, _ body: HTML) -> HTML {

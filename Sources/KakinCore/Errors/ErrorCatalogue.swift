@@ -35,6 +35,14 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     // 2100…2149: Google Play verification (RTDN push tokens)
     case pushTokenInvalid
     case pushTokenKeysUnavailable
+    // 3300…3349: Google Play purchases
+    case playPurchasePending
+    case playPurchaseCancelled
+    case playUnknownPackage
+    case playAPIUnavailable
+    case playAPIFailed
+    case playPurchaseNotFound
+    case playProductMismatch
     // 3xxx: purchases
     case alreadyProcessed
     case unknownProduct
@@ -151,6 +159,16 @@ public enum ErrorKind: String, CaseIterable, Sendable {
     case unknownMetric
     case noExchangeRate
     case exportFailed
+    // 9200…9249: imports (moving in an existing app's customers, purchases and balances)
+    case importFileInvalid
+    case importNotFound
+    case importsBusy
+    case importRowInvalid
+    case importBalanceInvalid
+    case importReferenceConflict
+    case googlePlayNotConfigured
+    case importStoreNotSupported
+    case importEnded
 
     public var id: String {
         switch self {
@@ -184,6 +202,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .retryableFailure: return "KKN-2008"
         case .pushTokenInvalid: return "KKN-2100"
         case .pushTokenKeysUnavailable: return "KKN-2101"
+        case .playPurchasePending: return "KKN-3300"
+        case .playPurchaseCancelled: return "KKN-3301"
+        case .playUnknownPackage: return "KKN-3302"
+        case .playAPIUnavailable: return "KKN-3303"
+        case .playAPIFailed: return "KKN-3304"
+        case .playPurchaseNotFound: return "KKN-3305"
+        case .playProductMismatch: return "KKN-3306"
         case .alreadyProcessed: return "KKN-3001"
         case .unknownProduct: return "KKN-3002"
         case .transactionRevoked: return "KKN-3003"
@@ -285,6 +310,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return "KKN-9151"
         case .noExchangeRate: return "KKN-9152"
         case .exportFailed: return "KKN-9153"
+        case .importFileInvalid: return "KKN-9200"
+        case .importNotFound: return "KKN-9201"
+        case .importsBusy: return "KKN-9202"
+        case .importRowInvalid: return "KKN-9203"
+        case .importBalanceInvalid: return "KKN-9204"
+        case .importReferenceConflict: return "KKN-9205"
+        case .googlePlayNotConfigured: return "KKN-9206"
+        case .importStoreNotSupported: return "KKN-9207"
+        case .importEnded: return "KKN-9208"
         }
     }
 
@@ -319,6 +353,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .retryableFailure: return "retryable_failure"
         case .pushTokenInvalid: return "push_token_invalid"
         case .pushTokenKeysUnavailable: return "push_token_keys_unavailable"
+        case .playPurchasePending: return "purchase_pending"
+        case .playPurchaseCancelled: return "purchase_cancelled"
+        case .playUnknownPackage: return "unknown_package"
+        case .playAPIUnavailable: return "google_play_api_unavailable"
+        case .playAPIFailed: return "google_play_api_failed"
+        case .playPurchaseNotFound: return "purchase_not_found"
+        case .playProductMismatch: return "product_mismatch"
         case .alreadyProcessed: return "already_processed"
         case .unknownProduct: return "unknown_product"
         case .transactionRevoked: return "transaction_revoked"
@@ -414,6 +455,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return "not_found"
         case .noExchangeRate: return "no_exchange_rate"
         case .exportFailed: return "export_failed"
+        case .importFileInvalid: return "invalid_import_file"
+        case .importNotFound: return "import_not_found"
+        case .importsBusy: return "too_many_imports"
+        case .importRowInvalid: return "invalid_import_row"
+        case .importBalanceInvalid: return "invalid_balance"
+        case .importReferenceConflict: return "import_reference_conflict"
+        case .googlePlayNotConfigured: return "google_play_not_configured"
+        case .importStoreNotSupported: return "unsupported_store"
+        case .importEnded: return "import_ended"
         }
     }
 
@@ -467,6 +517,9 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorNoExternalPurchaseToken, .simulatorUnknownExternalPurchaseToken: return 404
         case .pushTokenInvalid: return 401
         case .pushTokenKeysUnavailable: return 503
+        case .playPurchasePending, .playPurchaseCancelled, .playUnknownPackage, .playPurchaseNotFound, .playProductMismatch: return 422
+        case .playAPIUnavailable: return 503
+        case .playAPIFailed: return 502
         case .playSimulatorUnknownProduct, .playSimulatorInvalidAction: return 422
         case .playSimulatorUnknownPurchase, .playSimulatorUnknownOrder: return 404
         // Never sent by the server: the app raises these itself.
@@ -484,6 +537,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return 404
         case .noExchangeRate: return 422
         case .exportFailed: return 500
+        case .importFileInvalid: return 400
+        case .importNotFound: return 404
+        case .importsBusy: return 429
+        case .importRowInvalid: return 422
+        case .importBalanceInvalid: return 422
+        case .importReferenceConflict: return 409
+        case .googlePlayNotConfigured: return 422
+        case .importStoreNotSupported: return 422
+        case .importEnded: return 409
         }
     }
 
@@ -593,6 +655,13 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .simulatorUnknownExternalPurchaseToken: return "The simulator issued no external purchase token with this externalPurchaseId."
         case .pushTokenInvalid: return "The push request's bearer token is missing, or not a valid OIDC token from the configured service account for this endpoint."
         case .pushTokenKeysUnavailable: return "The keys that sign push tokens could not be fetched; the push is retried later."
+        case .playPurchasePending: return "The Google Play purchase is still pending payment; send it again once it completes."
+        case .playPurchaseCancelled: return "The Google Play purchase was cancelled or refunded; nothing is granted."
+        case .playUnknownPackage: return "The Google Play package is not configured on this server."
+        case .playAPIUnavailable: return "The Google Play Developer API could not be reached; try again later."
+        case .playAPIFailed: return "The Google Play Developer API refused the request; try again later."
+        case .playPurchaseNotFound: return "Google Play does not know this purchase token for this package and product."
+        case .playProductMismatch: return "The purchase token is for another product than the one sent."
         case .playSimulatorUnknownProduct: return "The Play simulator's catalog has no such product, base plan or offer."
         case .playSimulatorUnknownPurchase: return "The Play simulator has no purchase with this purchase token."
         case .playSimulatorInvalidAction: return "This action is not possible for the purchase in its current state."
@@ -621,6 +690,15 @@ public enum ErrorKind: String, CaseIterable, Sendable {
         case .unknownMetric: return "No metric has this name (activeSubscriptions, activeTrials, newSubscriptions, trialConversions, churned, mrr, revenue, refunds, coins)."
         case .noExchangeRate: return "A reporting currency needs exchangeRates in the configuration with a rate for it and for every currency counted."
         case .exportFailed: return "The export could not be written; no partial file was left in place."
+        case .importFileInvalid: return "The import file is empty or malformed (the message names the line); no import was started."
+        case .importNotFound: return "No import has this ID."
+        case .importsBusy: return "As many imports as the server takes at once are queued or running; wait for one to end."
+        case .importRowInvalid: return "A field of the import row is missing or malformed; the row was not imported."
+        case .importBalanceInvalid: return "paid and free must be whole numbers of coins (at most 100,000,000 either way); the row was not imported."
+        case .importReferenceConflict: return "This reference was imported before for another customer or other amounts; the row was not imported."
+        case .googlePlayNotConfigured: return "Google Play is not configured on this server; the row was not imported."
+        case .importStoreNotSupported: return "Kakin imports App Store (and Google Play) purchases; this row is from another store and was not imported."
+        case .importEnded: return "The import has already ended; there is nothing to cancel."
         }
     }
 }
@@ -634,6 +712,8 @@ public struct KakinError: Error, Sendable, CustomStringConvertible {
     public var detail: String?
     /// Overrides the catalogue's HTTP status where an endpoint's contract says so.
     public var httpStatus: Int
+    /// When a retry may succeed (UNIX ms), where the failing side said so (the App Store's 429 `Retry-After`).
+    public var retryAfterMs: Int64? = nil
 
     public init(_ kind: ErrorKind, _ message: String? = nil, detail: String? = nil, httpStatus: Int? = nil) {
         self.kind = kind

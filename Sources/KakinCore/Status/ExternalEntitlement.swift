@@ -16,6 +16,13 @@ public struct ExternalEntitlement: Sendable, Hashable {
         case pending
         /// Cancelled or expired for good.
         case ended
+        /// Google Play's grace period: served while Play retries the payment, whatever the period's end says (Play keeps
+        /// the old expiry), until Play says otherwise.
+        case inGracePeriod
+        /// Google Play's account hold: not served (the App Store's billing retry), until Play recovers or ends it.
+        case onHold
+        /// Google Play's pause: not served until it resumes.
+        case paused
     }
 
     /// `stripe`, `web`, … (never `appStore`).
@@ -68,13 +75,20 @@ public struct ExternalEntitlement: Sendable, Hashable {
 
     /// The state the status shows at `nowMs`: revoked after a full refund; served (`subscribed`, or `inGracePeriod`
     /// while the provider retries a payment) until the period's end; `expired` after it, whatever the provider said last.
+    /// Google Play's grace, hold and pause are what Play said last, whatever the dates (`PlayPurchaseFacts.standing`).
     func state(atMs nowMs: Int64) -> SubscriptionState {
         if revokedAtMs != nil { return .revoked }
+        switch standing {
+        case .inGracePeriod: return .inGracePeriod
+        case .onHold: return .inBillingRetryPeriod
+        case .paused: return .expired
+        case .active, .pastDue, .pending, .ended: break
+        }
         guard let end = expiresAtMs, nowMs < end else { return .expired }
         switch standing {
         case .active: return .subscribed
         case .pastDue: return .inGracePeriod
-        case .pending, .ended: return .expired
+        case .pending, .ended, .inGracePeriod, .onHold, .paused: return .expired
         }
     }
 
@@ -87,7 +101,11 @@ public struct ExternalEntitlement: Sendable, Hashable {
             gracePeriodExpiresAtMs: state == .inGracePeriod ? expiresAtMs : nil, willAutoRenew: state.isRenewable && willAutoRenew,
             autoRenewProductId: productId, ownership: .purchased, offer: nil, pendingOffer: nil, expirationReason: nil)
         if state == .expired {
-            s.expirationReason = standing == .pastDue || standing == .pending ? .billingError : (willAutoRenew ? .other : .voluntary)
+            switch standing {
+            case .pastDue, .pending, .onHold: s.expirationReason = .billingError
+            case .paused: s.expirationReason = nil
+            default: s.expirationReason = willAutoRenew ? .other : .voluntary
+            }
         }
         s.source = source
         return s

@@ -65,9 +65,11 @@ public enum WalletRules {
     }
 }
 
-/// The kinds of ledger entry (the contract's `kind` values).
+/// The kinds of ledger entry (the contract's `kind` values). `import` is a balance moved in from the system a team
+/// used before Kakin (`kakin import balances`): either sign, dated when the old system held it.
 public enum LedgerEntryKind: String, Sendable, CaseIterable {
     case purchase, spend, grant, refund, refundReversed, adjustment
+    case `import`
 }
 
 public enum CustomerID {

@@ -101,6 +101,8 @@ public enum KakinCommand {
                                     a webhook receiver that checks Kakin-Signature and prints one event a line
           kakin events replay --webhook ID (--since TIME | --event ID…) [--config kakin.json] [--database URL]
                                     send an endpoint's events again (back to pending with a fresh retry budget)
+          kakin import appStore|googlePlay|balances|revenuecat FILE [--server URL] [--dry-run] [--events]
+                                    move an existing app's customers, purchases or coin balances into a running Kakin
           kakin errors [--markdown] print the error catalogue
           kakin export --to DIR [--since TIME] [--format csv|jsonl]
                                     transactions, ledger, events and customers for a warehouse (docs/export.md)
@@ -138,6 +140,8 @@ public enum KakinCommand {
             return await ExportCommand.run(arguments: rest)
         case "events":
             return await EventsCommand.run(arguments: rest)
+        case "import":
+            return await ImportCommand.run(arguments: rest)
         case "simulator":
             return await SimulatorCommand.run(arguments: rest)
         default:

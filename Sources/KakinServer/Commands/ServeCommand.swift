@@ -44,6 +44,7 @@ public final class KakinRuntime: Sendable {
             var http = HTTPServerConfiguration()
             http.host = configuration.host
             http.port = configuration.port
+            http.bodyBytesMaxByPath = [KakinApp.importsPath: ImportLimits.fileBytesMax]
             self.http = http
             self.extraRoutes = extraRoutes
         }
@@ -132,6 +133,7 @@ public final class KakinRuntime: Sendable {
             config.events?.delivery?.apply(to: &settings.webhookOptions)
             settings.webhookSender = options.webhookSender
             settings.exchangeRates = config.exchangeRates
+            settings.googlePlayApps = config.googlePlayApps
             let app = KakinApp(store: store, verifier: verifier, settings: settings,
                                clock: options.clock, logger: options.logger, retryClock: options.notificationRetryClock,
                                extraRoutes: options.extraRoutes)
@@ -139,6 +141,10 @@ public final class KakinRuntime: Sendable {
                 try app.services.appStore.configureOfferSigning(signing, apiIssuerId: config.appStoreServerAPI?.issuerId)
             }
             if let api = config.appStoreServerAPI { try app.services.connectAppStoreServerAPI(api) }
+            for play in config.googlePlayApps {
+                try app.services.googlePlay.connect(play)
+                app.services.googlePlayNotifications.accept(play)
+            }
             return (app, database)
         } catch {
             await database.close()

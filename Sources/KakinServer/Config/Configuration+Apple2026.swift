@@ -20,9 +20,10 @@ extension Configuration {
 
 extension Configuration {
     /// Each app's settings whose JSON has any (the app itself parsed already, in the same order).
-    static func parseApple2026(_ json: [JSONValue], _ apps: inout [App]) throws(ConfigurationError) {
-        for (i, v) in json.enumerated() where i < apps.count {
-            apps[i].apple2026 = try parseApple2026(try StrictObject(v, path: "apps[\(i)]"), catalog: apps[i].catalog)
+    /// - Parameter entries: the App Store entries of `apps[]` with their index in it, in the order of `apps`.
+    static func parseApple2026(_ entries: [(index: Int, json: JSONValue)], _ apps: inout [App]) throws(ConfigurationError) {
+        for (k, entry) in entries.enumerated() where k < apps.count {
+            apps[k].apple2026 = try parseApple2026(try StrictObject(entry.json, path: "apps[\(entry.index)]"), catalog: apps[k].catalog)
         }
     }
 

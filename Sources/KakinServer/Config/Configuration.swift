@@ -54,6 +54,8 @@ public struct Configuration: Sendable {
     /// DER certificates; nil = the bundled Apple Root CA - G3.
     public var trustedRootsDER: [[UInt8]]?
     public var apps: [App] = []
+    /// `apps[]` entries with `"store": "googlePlay"` (`Configuration+GooglePlay.swift`).
+    public var googlePlayApps: [GooglePlayAppSettings] = []
     public var appStoreServerAPI: AppStoreServerAPI?
     public var offerSigning: OfferSigning?
     public var auth: Auth?
@@ -109,11 +111,22 @@ public struct Configuration: Sendable {
             }
         }
         guard let apps = try o.array("apps"), !apps.isEmpty else { throw ConfigurationError("apps", "must list at least one app") }
-        c.apps = try apps.enumerated().map { (i, v) throws(ConfigurationError) in try parseApp(v, path: "apps[\(i)]", base: baseDirectory) }
-        try parseApple2026(apps, &c.apps)
+        var appStoreEntries: [(index: Int, json: JSONValue)] = []
+        var packages = Set<String>()
+        for (i, v) in apps.enumerated() {
+            guard try isGooglePlayApp(v, path: "apps[\(i)]") else {
+                appStoreEntries.append((i, v))
+                continue
+            }
+            let play = try parseGooglePlayApp(v, path: "apps[\(i)]", base: baseDirectory)
+            guard packages.insert(play.packageName).inserted else { throw ConfigurationError("apps[\(i)].packageName", "duplicates another app") }
+            c.googlePlayApps.append(play)
+        }
+        c.apps = try appStoreEntries.map { (i, v) throws(ConfigurationError) in try parseApp(v, path: "apps[\(i)]", base: baseDirectory) }
+        try parseApple2026(appStoreEntries, &c.apps)
         var seen = Set<String>()
-        for (i, app) in c.apps.enumerated() where !seen.insert(app.bundleId).inserted {
-            throw ConfigurationError("apps[\(i)].bundleId", "duplicates another app")
+        for (k, app) in c.apps.enumerated() where !seen.insert(app.bundleId).inserted {
+            throw ConfigurationError("apps[\(appStoreEntries[k].index)].bundleId", "duplicates another app")
         }
         if let api = try o.object("appStoreServerAPI") {
             try api.check(allowedKeys: ["issuerId", "keyId", "privateKeyFile", "baseURL"])
@@ -187,7 +200,7 @@ public struct Configuration: Sendable {
 
     static func parseApp(_ v: JSONValue, path: String, base: String) throws(ConfigurationError) -> App {
         let a = try StrictObject(v, path: path)
-        try a.check(allowedKeys: Set(["bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
+        try a.check(allowedKeys: Set(["store", "bundleId", "appAppleId", "environments", "storekitFile", "products", "offerRules", "consumptionInformation",
                                       "reportingTimeZone"]).union(externalAppKeys).union(Apple2026AppSettings.appKeys).union(metricsAppKeys))
         let bundleId = try a.requiredString("bundleId")
         let appAppleId = try a.int("appAppleId", range: 1...Int64.max)

@@ -9,6 +9,7 @@ extension KakinApp {
     /// `already_processed` (same fields) every later time, so the app can finish the transaction.
     func postTransaction(_ c: RouteCall) async throws(KakinError) -> HTTPResponse {
         let body = try c.request.jsonObject()
+        if try field({ () throws(ConfigurationError) in try body.string("store") }) == "googlePlay" { return try await postPlayTransaction(c, body) }
         let processId = try c.request.header("X-Purchase-Process-Id", lengthMax: RequestLimits.purchaseProcessIdLengthMax)
         let kinds = ["signedTransaction", "transactionId", "appReceipt"]
         try field { () throws(ConfigurationError) in try body.check(allowedKeys: Set(kinds)) }
@@ -36,6 +37,29 @@ extension KakinApp {
         }
         return try await purchaseResponse(outcome, transaction: transaction.payload, customerId: c.customerId, status: status,
                                           requestId: c.request.requestId)
+    }
+
+    /// `POST …/transactions` `{"store": "googlePlay", "packageName", "productId", "purchaseToken"}`: read from the Developer
+    /// API and applied once (201, then 409 with the same fields); acknowledged after the commit.
+    func postPlayTransaction(_ c: RouteCall, _ body: StrictObject) async throws(KakinError) -> HTTPResponse {
+        let (packageName, productId, token) = try field { () throws(ConfigurationError) in
+            try body.check(allowedKeys: ["store", "packageName", "productId", "purchaseToken"])
+            return (try body.boundedString("packageName", lengthMax: 255)!, try body.boundedString("productId", lengthMax: 150)!,
+                    try body.boundedString("purchaseToken", lengthMax: 1_024)!)
+        }
+        let answer = try await services.googlePlay.present(customerId: c.customerId, packageName: packageName, productId: productId,
+                                                           purchaseToken: token)
+        let status: JSONValue
+        if let evaluated = answer.status { status = evaluated.json } else { status = try await services.statusReads.status(c.customerId).json }
+        switch answer.outcome {
+        case .applied(let applied):
+            return .json(["transaction": answer.transaction, "grant": applied.grant, "customer": status], status: 201)
+        case .alreadyProcessed(let applied):
+            return .error(KakinError(.alreadyProcessed), requestId: c.request.requestId,
+                          extra: ["transaction": answer.transaction, "grant": applied.grant, "customer": status])
+        case .revoked, .notApplied:
+            throw KakinError(.internalError, detail: "Play purchase answered without an applied outcome")
+        }
     }
 
     /// The 201/409 answer; `status` is the customer's status when the ingest evaluated it in its write.

@@ -41,6 +41,8 @@ extension KakinApp {
 
         // Notifications (NotificationRoutes.swift)
         r.add("POST", "/v1/notifications/appstore", .open) { [unowned self] c throws(KakinError) in try await postNotification(c) }
+        // Open: the OIDC bearer Pub/Sub signs is the credential (checked against the app's `rtdn`).
+        r.add("POST", "/v1/notifications/googleplay", .open) { [unowned self] c throws(KakinError) in try await postGooglePlayNotification(c) }
         r.add("POST", "/v1/admin/notifications/recover", .admin) { [unowned self] _ throws(KakinError) in
             let (read, new) = try await services.appStoreSync.recoverMissedNotifications()
             await services.notifications.drain()
@@ -62,6 +64,8 @@ extension KakinApp {
 
         // Offerings, placements, experiments and their results; customer attributes (OfferingRoutes.swift)
         registerOfferingRoutes(&r)
+        // Imports: moving in an existing app's customers, purchases and balances (ImportRoutes.swift)
+        registerImportRoutes(&r)
 
         // Renewal-date extensions (ExtensionRoutes.swift)
         r.add("POST", "/v1/admin/subscriptions/{originalTransactionId}/extend", .admin) { [unowned self] c throws(KakinError) in
@@ -109,6 +113,8 @@ extension KakinApp {
         r.add("POST", "/admin/webhooks/{id}/deliveries/{eventId}/replay", .desk) { [unowned self] c in
             await desk.replayWebhookDelivery(c.request, id: c["id"], eventId: c["eventId"])
         }
+        r.add("GET", "/admin/imports", .desk) { [unowned self] c in await desk.importsPage(c.request) }
+        r.add("GET", "/admin/imports/{importId}", .desk) { [unowned self] c in await desk.importPage(c.request, id: c["importId"]) }
         r.add("GET", "/admin/reports/unused-balance", .desk) { [unowned self] c in await desk.reportPage(c.request) }
         r.add("GET", "/admin/consent-rescissions", .desk) { [unowned self] c in await desk.consentPage(c.request) }
         r.add("GET", "/admin/reports/unused-balance.csv", .desk) { [unowned self] c in await desk.reportCSV(c.request) }

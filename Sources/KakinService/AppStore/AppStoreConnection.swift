@@ -13,8 +13,9 @@ public struct AppStoreConnection: Sendable {
     /// Clients in the config's app order, with the bundle each serves.
     public let clients: [(bundleId: String, environments: Set<AppStoreEnvironment>, client: AppStoreServerAPIClient)]
 
+    /// - Parameter pacingClock: the real-time clock that spaces calls to Apple at its published rate limits (nil: not paced).
     public init(api: AppStoreServerAPISettings, apps: [AppSettings], clock: any Clock,
-         transport: any HTTPTransport = URLSessionTransport()) throws(KakinError) {
+         transport: any HTTPTransport = URLSessionTransport(), pacingClock: (any Clock)? = nil) throws(KakinError) {
         let key: P256PrivateKey
         do {
             key = try P256PrivateKey(pemPKCS8: api.privateKeyPEM)
@@ -33,7 +34,8 @@ public struct AppStoreConnection: Sendable {
                                                                bundleId: app.bundleId, server: server)
             do {
                 clients.append((app.bundleId, app.environments,
-                                try AppStoreServerAPIClient(configuration: configuration, clock: clock, transport: transport)))
+                                try AppStoreServerAPIClient(configuration: configuration, clock: clock, transport: transport,
+                                                            pacingClock: pacingClock)))
             } catch {
                 throw KakinError(.invalidConfiguration, "appStoreServerAPI: \(error.reason).")
             }
@@ -50,7 +52,9 @@ public struct AppStoreConnection: Sendable {
             return KakinError(.invalidField, "The App Store refused the id (\(error.errorCode.map(String.init) ?? "HTTP \(status)")).",
                               detail: error.description)
         }
-        return KakinError(.appStoreAPIUnavailable, detail: error.description)
+        var unavailable = KakinError(.appStoreAPIUnavailable, detail: error.description)
+        unavailable.retryAfterMs = error.retryAfterMs
+        return unavailable
     }
 
     /// Get Transaction Info from the first app that knows the id.

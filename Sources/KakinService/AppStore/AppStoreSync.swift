@@ -72,20 +72,69 @@ public struct AppStoreSync: Sendable {
         }
         var items: [IngestItem] = []
         for id in ids {
-            let (transactions, statuses) = try await connection.history(for: id)
-            guard items.count + statuses.count + transactions.count <= Ingest.factsPerWriteMax else {
-                throw KakinError(.restoreTooLarge, detail: "the history of \(ids.count) purchases exceeds \(Ingest.factsPerWriteMax) signed copies")
-            }
-            // Each subscription's latest transaction with its renewal info, then the history. Several signed copies of
-            // one transaction can come back (history is sorted by last change): every copy is ingested; the newest is kept.
-            for item in statuses {
-                items.append(IngestItem(transaction: try ingest.verifyTransaction(item.signedTransactionInfo),
-                                        renewalInfo: try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: .restore)))
-            }
-            for jws in transactions { items.append(IngestItem(transaction: try ingest.verifyTransaction(jws))) }
+            items += try await verifiedHistory(connection, id, path: .restore, itemsBefore: items.count, what: "the history of \(ids.count) purchases")
         }
         guard !items.isEmpty else { return }
         _ = try await ingest.applyAll(items, path: .restore, presenter: customerId)
+    }
+
+    /// A customer's history as the App Store Server API answers it for one of their transactions (Get Transaction
+    /// History, all pages, and Get All Subscription Statuses), every payload verified: each subscription's latest
+    /// transaction with its renewal info, then the history. Several signed copies of one transaction can come back
+    /// (history is sorted by last change): every copy is ingested; the newest is kept. With the `itemsBefore` already
+    /// gathered, at most `Ingest.factsPerWriteMax` (`restore_too_large` beyond, `what` saying whose).
+    func verifiedHistory(_ connection: AppStoreConnection, _ id: String, path: IngestPath, itemsBefore: Int = 0,
+                         what: String) async throws(KakinError) -> [IngestItem] {
+        let (transactions, statuses) = try await connection.history(for: id)
+        guard itemsBefore + statuses.count + transactions.count <= Ingest.factsPerWriteMax else {
+            throw KakinError(.restoreTooLarge, detail: "\(what) exceeds \(Ingest.factsPerWriteMax) signed copies")
+        }
+        var items: [IngestItem] = []
+        for item in statuses {
+            items.append(IngestItem(transaction: try ingest.verifyTransaction(item.signedTransactionInfo),
+                                    renewalInfo: try ingest.verifyRenewalInfo(item.signedRenewalInfo, for: path)))
+        }
+        for jws in transactions { items.append(IngestItem(transaction: try ingest.verifyTransaction(jws))) }
+        return items
+    }
+
+    // MARK: Import
+
+    /// What an import row of the App Store did.
+    public struct ImportedHistory: Sendable {
+        /// Whether anything changed (or, in a dry run, would).
+        public var changed: Bool
+        /// Every transaction ID of the history (and their original IDs): later rows naming one of them are covered.
+        public var transactionIds: Set<String>
+    }
+
+    /// An import row (`IngestPath.import`): reads the customer's whole history for `transactionId`, verifies every signed
+    /// payload, then applies it with `customerId` as the owner in ONE write, as a restore does (`Ingest.applyAll`): a
+    /// product not in the catalog or a chain that is another customer's refuses the row with nothing applied. Whether
+    /// events are told is the `import` path's registered option (`IngestEvents.whenAsked`): `eventsAsked` is the job's
+    /// `--events`. A dry run decides the same on a snapshot and writes nothing (`Ingest.wouldChange`).
+    /// - Throws: the row's reject (verification, `unknown_product`, `belongs_to_another_customer`, `transaction_not_found`,
+    ///   `restore_too_large`), or a failure worth retrying later (503s: the App Store or the database unavailable, with
+    ///   `retryAfterMs` when known).
+    public func importHistory(customerId: String, transactionId: String, dryRun: Bool, eventsAsked: Bool) async throws(KakinError) -> ImportedHistory {
+        let connection = try access.connection()
+        let items: [IngestItem]
+        do {
+            items = try await verifiedHistory(connection, transactionId, path: .import, what: "the history of transaction \(transactionId)")
+        } catch where error.kind == .transactionNotFound {
+            throw KakinError(.transactionNotFound, "No configured app's App Store knows transaction \(transactionId) (another app's, or a typo).")
+        }
+        let payloads = items.compactMap(\.transaction?.payload)
+        let ids = Set(payloads.flatMap { [$0.transactionId, $0.originalTransactionId] })
+        guard !items.isEmpty else { return ImportedHistory(changed: false, transactionIds: ids) }
+        let changed: Bool
+        if dryRun {
+            changed = try await ingest.wouldChange(items, path: .import, presenter: customerId)
+        } else {
+            let results = try await ingest.applyAll(items, path: .import, presenter: customerId, context: IngestContext(eventsAsked: eventsAsked))
+            changed = results.contains { !$0.changes.isEmpty }
+        }
+        return ImportedHistory(changed: changed, transactionIds: ids)
     }
 
     // MARK: Legacy app receipts

@@ -26,11 +26,11 @@ public struct Apple2026Ingest: Sendable {
     }
 
     /// `IngestExtra.appTransactionLink`: the owner of a transaction naming `appTransactionId` owns that app transaction.
-    /// A `consent.rescinded` event it appends is delivered at the webhook worker's next poll (every second), as nothing
-    /// may be woken from inside a write.
-    func linkAppTransaction(_ r: Records, _ tx: TransactionPayload, owner: String?) throws {
+    /// A `consent.rescinded` event it appends (when the write tells its events: `tellsEvents`) is delivered at the webhook
+    /// worker's next poll (every second), as nothing may be woken from inside a write.
+    func linkAppTransaction(_ r: Records, _ tx: TransactionPayload, owner: String?, tellsEvents: Bool) throws {
         guard let appTransactionId = tx.appTransactionId, let owner else { return }
-        for placed in try r.linkAppTransaction(appTransactionId, customerId: owner) {
+        for placed in try r.linkAppTransaction(appTransactionId, customerId: owner) where tellsEvents {
             try events.record(r, customerId: owner, facts: [Self.draft(placed)], environment: placed.environment, bundleId: placed.bundleId)
         }
     }

@@ -67,6 +67,13 @@ extension CustomerEvents {
     /// duplicate) tells nothing.
     func record(_ r: Records, _ changes: [IngestChange], transaction: TransactionPayload?, renewalInfo: RenewalInfoPayload?,
                 owner: String?) throws -> (appended: Int, owner: EvaluatedCustomer?) {
+        try record(r, changes, productId: transaction?.productId, environment: transaction?.environment.rawValue ?? renewalInfo?.environment.rawValue,
+                   appId: transaction?.bundleId, owner: owner)
+    }
+
+    /// The same for any store's fact: its product, environment (nil where the store has none) and app.
+    func record(_ r: Records, _ changes: [IngestChange], productId: String?, environment: String?, appId: String?,
+                owner: String?) throws -> (appended: Int, owner: EvaluatedCustomer?) {
         guard !changes.isEmpty else { return (0, nil) }
         var facts: [String: [EventDraft]] = [:]
         var customers: [String] = owner.map { [$0] } ?? []
@@ -85,23 +92,22 @@ extension CustomerEvents {
             case .purchaseApplied(let applied, let grant):
                 if case .coins(let paid, let free) = grant {
                     add(applied.customerId, .coins(.coinsCredited, paid: paid, free: free, reference: applied.transactionId,
-                                                   ["reason": "purchase", "productId": .string(transaction?.productId)]))
+                                                   ["reason": "purchase", "productId": .string(productId)]))
                 }
             case .refundReconciled(let transactionId, let c, .refund(let paid, let free, let shortfall, _)):
                 add(c, .coins(.coinsClawedBack, paid: paid, free: free, reference: transactionId, ["shortfall": .int(shortfall)]))
-                add(c, EventDraft(type: .purchaseRefunded, data: ["transactionId": .string(transactionId), "productId": .string(transaction?.productId)]))
+                add(c, EventDraft(type: .purchaseRefunded, data: ["transactionId": .string(transactionId), "productId": .string(productId)]))
             case .refundReconciled(let transactionId, let c, .reverse(let paid, let free, _)):
                 add(c, .coins(.coinsCredited, paid: paid, free: free, reference: transactionId, ["reason": "refundReversed"]))
             case .refundReconciled(_, _, .none), .renewalInfoStored, .transactionStored, .linked:
                 break
             }
         }
-        let environment = transaction?.environment.rawValue ?? renewalInfo?.environment.rawValue
         var appended = 0
         var evaluated: EvaluatedCustomer?
         for c in customers {
             let recorded = try recordKeepingSnapshot(r, customerId: c, facts: facts[c] ?? [], environment: environment,
-                                                     bundleId: transaction?.bundleId)
+                                                     bundleId: appId)
             appended += recorded.appended
             if c == owner { evaluated = recorded.evaluated }
         }

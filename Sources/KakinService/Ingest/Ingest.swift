@@ -98,9 +98,9 @@ public struct IngestItem: Sendable {
 /// in which the write reads what the plan needs, the core decides (`IngestPlan`: newest copy, owner, grant, refunds) and
 /// a small, fixed set of repository calls carries it out (keep the copy, link, claim, move coins, record), the events
 /// and the path's registered extras (`IngestRegistry`) beside it → the typed change. Every App Store path uses it (the
-/// app's POST, the notification worker, restores, receipts, subscription refreshes, the desk); they differ only by
-/// `IngestPath.options` and their row in the path table. Purchases outside the App Store move coins through the same
-/// ledger calls (`IngestLedger`).
+/// app's POST, the notification worker, restores, receipts, subscription refreshes, the desk, import rows); they differ
+/// only by `IngestPath.options` and their row in the path table (extras, and whether events are told). Purchases outside
+/// the App Store move coins through the same ledger calls (`IngestLedger`).
 public struct Ingest: Sendable {
     let store: KakinStore
     let verifier: SignedDataVerifier
@@ -165,7 +165,8 @@ public struct Ingest: Sendable {
     ///   - withStatus: the caller answers with the owner's status: on SQLite (one writer, nothing to conflict with) its
     ///     rows are read in the same write, saving a read of their own after it; on PostgreSQL the caller reads them after
     ///     the commit (a SERIALIZABLE write reading them would lock index pages other customers' purchases write).
-    ///   - context: what the path's extras need from the caller (a notification's id and job).
+    ///   - context: what the path's extras need from the caller (a notification's id and job), and whether events were
+    ///     asked for on a path that tells them only when asked.
     public func apply(transaction: VerifiedTransaction?, renewalInfo: VerifiedRenewalInfo? = nil, path: IngestPath,
                       presenter: String? = nil, purchaseProcessId: String? = nil, withStatus: Bool = false,
                       context: IngestContext = IngestContext()) async throws(KakinError) -> IngestResult {
@@ -177,30 +178,21 @@ public struct Ingest: Sendable {
     /// `keepFirstOwner` on a refusing path) refuses them all, with nothing applied. A restore is one such write.
     public func applyAll(_ items: [IngestItem], path: IngestPath, presenter: String? = nil, purchaseProcessId: String? = nil,
                          withStatus: Bool = false, context: IngestContext = IngestContext()) async throws(KakinError) -> [IngestResult] {
-        let options = path.options
-        precondition(options.owner == .currentOwner || presenter != nil, "path \(path) needs the presenting customer")
-        precondition(!items.isEmpty, "a write applies at least one fact")
-        guard items.count <= Self.factsPerWriteMax else {
-            throw KakinError(.restoreTooLarge, detail: "\(items.count) signed copies, more than \(Self.factsPerWriteMax) in one write")
-        }
-        for item in items {
-            if let tx = item.transaction?.payload, catalogs[tx.bundleId]?[tx.productId] == nil, options.unknownProduct == .refuse {
-                throw KakinError(.unknownProduct, "Product \(tx.productId) is not in this server's catalog.")
-            }
-        }
-        let write = IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, path: path,
-                                purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy,
-                                catalogs: catalogs)
-        let extras = IngestRegistry.extras(store: "appStore", path: path)
-        let runner = ExtrasRunner(extras: extras, path: path, context: context, apple2026: apple2026,
+        let write = try checkedWrite(items, path: path, presenter: presenter, purchaseProcessId: purchaseProcessId)
+        let row = IngestRegistry.row(store: "appStore", path: path)
+        precondition(!context.eventsAsked || row.events == .whenAsked, "path \(path) tells its events always")
+        let tellsEvents = row.events == .always || context.eventsAsked
+        let runner = ExtrasRunner(extras: row.extras, path: path, context: context, tellsEvents: tellsEvents, apple2026: apple2026,
                                   setsToken: { setsAppAccountTokens($0) })
         let events = events
         let results = try await store.transaction { r in
             var results: [IngestResult] = []
             for item in items {
                 var result = try write.run(r, item)
-                let recorded = try events.record(r, result.changes, transaction: item.transaction?.payload,
-                                                 renewalInfo: item.renewalInfo?.payload, owner: result.owner)
+                let recorded = tellsEvents
+                    ? try events.record(r, result.changes, transaction: item.transaction?.payload, renewalInfo: item.renewalInfo?.payload,
+                                        owner: result.owner)
+                    : (appended: 0, owner: nil)
                 result.eventsAppended = recorded.appended
                 try runner.run(r, result, item)
                 if withStatus, items.count == 1, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner {
@@ -232,6 +224,34 @@ public struct Ingest: Sendable {
         if results.contains(where: { $0.eventsAppended > 0 }) { events.wake() }
         return results
     }
+
+    /// Whether `applyAll` would change anything, decided by the same plan over what it would read, on a snapshot, with
+    /// nothing written (an import's dry run): throws what the write would refuse with (an unknown product on a refusing
+    /// path, another customer's chain). Each fact is decided over what is stored, not over what the facts before it in
+    /// the same call would have written.
+    public func wouldChange(_ items: [IngestItem], path: IngestPath, presenter: String? = nil) async throws(KakinError) -> Bool {
+        let write = try checkedWrite(items, path: path, presenter: presenter, purchaseProcessId: nil)
+        return try await store.snapshot { r in try items.contains { try write.wouldChange(r, $0) } }
+    }
+
+    /// The write for `items` on `path`, once what it refuses before reading anything is checked: more facts than one
+    /// write holds, a product the catalog does not know on a path that refuses them.
+    private func checkedWrite(_ items: [IngestItem], path: IngestPath, presenter: String?,
+                              purchaseProcessId: String?) throws(KakinError) -> IngestWrite {
+        let options = path.options
+        precondition(options.owner == .currentOwner || presenter != nil, "path \(path) needs the presenting customer")
+        precondition(!items.isEmpty, "a write applies at least one fact")
+        guard items.count <= Self.factsPerWriteMax else {
+            throw KakinError(.restoreTooLarge, detail: "\(items.count) signed copies, more than \(Self.factsPerWriteMax) in one write")
+        }
+        for item in items {
+            if let tx = item.transaction?.payload, catalogs[tx.bundleId]?[tx.productId] == nil, options.unknownProduct == .refuse {
+                throw KakinError(.unknownProduct, "Product \(tx.productId) is not in this server's catalog.")
+            }
+        }
+        return IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, path: path,
+                           purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, catalogs: catalogs)
+    }
 }
 
 /// The one apply's write for one App Store fact: reads what the plan needs, asks the core (`IngestPlan`), carries the
@@ -258,19 +278,17 @@ struct IngestWrite: Sendable {
             let owner = try item.renewalInfo.flatMap { try r.linkOwner(originalTransactionId: $0.payload.originalTransactionId) }
             return IngestResult(outcome: nil, owner: owner, changes: changes)
         }
-        let tx = transaction.payload
-        let fact = PurchaseFact(appStore: tx)
-        let product = catalogs[fact.appId]?[fact.productId]
-        let stored = try r.storedCopy(of: tx)
-        let linkOwner = try r.linkOwner(originalTransactionId: fact.chainId)
-        let read = IngestPlan.Read(stored: stored?.plan, linkOwner: linkOwner,
-                                   tokenOwner: try fact.owner.accountToken.flatMap(r.customerOwning(appAccountToken:)))
-        let plan = IngestPlan.decide(fact, product: product, options: options, presenter: presenter, policy: transferPolicy, read: read)
-        if case .refuseOwnerConflict = plan.step {
-            throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(fact.chainId) is linked to another customer")
-        }
+        let fact = PurchaseFact(appStore: transaction.payload)
+        return try apply(r, fact, product: catalogs[fact.appId]?[fact.productId], copies: AppStoreCopies(r, transaction), changes: changes)
+    }
+
+    /// The one apply's sequence for one fact of any store: read what the plan needs, ask the core (`IngestPlan`), carry the
+    /// plan out with the store's copies (`StoreCopies`) and the store-neutral calls (link, claim, ledger, timeline).
+    func apply(_ r: Records, _ fact: PurchaseFact, product: Product?, copies: some StoreCopies, changes: [IngestChange]) throws -> IngestResult {
+        var changes = changes
+        let (linkOwner, plan) = try decide(r, fact, product: product, stored: copies.stored)
         if plan.keepsCopy {
-            try r.keepTransaction(tx, jws: transaction.jws, owner: plan.copyOwner, replacing: stored)
+            try copies.keep(r, owner: plan.copyOwner)
             changes.append(.transactionStored(transactionId: fact.periodId))
         }
         let owner: String
@@ -285,7 +303,7 @@ struct IngestWrite: Sendable {
 
         let (customer, created) = try r.ensureCustomer(owner)
         if created { changes.append(.customerCreated(customerId: owner)) }
-        if try r.apply(plan.ownership, for: tx, linkedBefore: linkOwner) {
+        if try copies.link(r, plan.ownership, linkedBefore: linkOwner) {
             if case .transfer(let from, let to) = plan.ownership {
                 changes.append(.transferred(originalTransactionId: fact.chainId, from: from, to: to))
             } else {
@@ -324,10 +342,75 @@ struct IngestWrite: Sendable {
         return result
     }
 
+    /// What the write reads for one fact, and the core's plan over it; another customer's chain on a refusing path throws
+    /// `belongs_to_another_customer`.
+    private func decide(_ r: Records, _ fact: PurchaseFact, product: Product?, stored: IngestPlan.StoredCopy?) throws -> (linkOwner: String?, plan: IngestPlan) {
+        let linkOwner = try r.linkOwner(originalTransactionId: fact.chainId)
+        let read = IngestPlan.Read(stored: stored, linkOwner: linkOwner,
+                                   tokenOwner: try fact.owner.accountToken.flatMap(r.customerOwning(appAccountToken:)))
+        let plan = IngestPlan.decide(fact, product: product, options: options, presenter: presenter, policy: transferPolicy, read: read)
+        if case .refuseOwnerConflict = plan.step {
+            throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(fact.chainId) is linked to another customer")
+        }
+        return (linkOwner, plan)
+    }
+
+    /// Whether `run` would change anything for `item` over what is stored now (`Ingest.wouldChange`): a newer signed copy
+    /// kept, a chain linked or moved, a purchase claimed.
+    func wouldChange(_ r: Records, _ item: IngestItem) throws -> Bool {
+        if let info = item.renewalInfo?.payload,
+           try r.storedRenewalCopy(of: info).map({ NewestCopy.isNewer(info.signedDate, info.raw, than: $0.signedAtMs, $0.raw ?? .null) }) ?? true {
+            return true
+        }
+        guard let tx = item.transaction?.payload else { return false }
+        let fact = PurchaseFact(appStore: tx)
+        let (linkOwner, plan) = try decide(r, fact, product: catalogs[fact.appId]?[fact.productId], stored: try r.storedCopy(of: tx)?.plan)
+        switch plan.step {
+        case .refuseOwnerConflict, .keep:
+            return plan.keepsCopy
+        case .claim(let owner, _):
+            return try plan.keepsCopy || linkOwner != owner || r.appliedPurchase(fact.periodId) == nil
+        case .revoked(let owner, _):
+            return plan.keepsCopy || linkOwner != owner
+        }
+    }
+
     static func purchaseDetail(_ fact: PurchaseFact, via: String, purchaseProcessId: String?) -> JSONValue {
         var detail: [String: JSONValue] = ["productId": .string(fact.productId), "quantity": .int(Int64(fact.quantity)), "via": .string(via)]
         if let p = purchaseProcessId { detail["purchaseProcessId"] = .string(p) }
         return .object(detail)
+    }
+}
+
+/// What differs per store in the one apply's write: where the period's copy is kept and what moves with a chain's link
+/// (the App Store's signed transactions; Play's orders and tokens, `PlayCopies`). Everything else is store-neutral.
+protocol StoreCopies {
+    /// The period's copy stored before this write, as the plan needs it.
+    var stored: IngestPlan.StoredCopy? { get }
+    /// Keeps the fact's copy (the plan said it is the newest) for `owner`, or the chain's link.
+    func keep(_ r: Records, owner: String?) throws
+    /// Carries out the ownership decision for the chain; whether its link changed.
+    func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool
+}
+
+/// The App Store's copies: the newest signed transaction per transaction id, linked by original transaction.
+struct AppStoreCopies: StoreCopies {
+    let transaction: VerifiedTransaction
+    let storedCopy: StoredTransactionCopy?
+
+    init(_ r: Records, _ transaction: VerifiedTransaction) throws {
+        self.transaction = transaction
+        storedCopy = try r.storedCopy(of: transaction.payload)
+    }
+
+    var stored: IngestPlan.StoredCopy? { storedCopy?.plan }
+
+    func keep(_ r: Records, owner: String?) throws {
+        try r.keepTransaction(transaction.payload, jws: transaction.jws, owner: owner, replacing: storedCopy)
+    }
+
+    func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool {
+        try r.apply(decision, for: transaction.payload, linkedBefore: linkedBefore)
     }
 }
 
@@ -336,6 +419,8 @@ struct ExtrasRunner: Sendable {
     let extras: [IngestExtra]
     let path: IngestPath
     let context: IngestContext
+    /// Whether the write tells its events (the path's `IngestEvents`), which an extra's own events follow.
+    let tellsEvents: Bool
     let apple2026: Apple2026Ingest
     let setsToken: @Sendable (_ bundleId: String) -> Bool
 
@@ -358,13 +443,15 @@ struct ExtrasRunner: Sendable {
             case .serverFinishAppSent:
                 if let tx, tx.type == .consumable, case .alreadyProcessed? = result.outcome { try r.serverFinishAppSent(transactionId: tx.transactionId) }
             case .appTransactionLink:
-                if !result.retryLater, let tx { try apple2026.linkAppTransaction(r, tx, owner: result.owner) }
+                if !result.retryLater, let tx { try apple2026.linkAppTransaction(r, tx, owner: result.owner, tellsEvents: tellsEvents) }
             case .consumptionJob:
                 guard let notification = context.notification else { preconditionFailure("path \(path) applies a notification") }
                 if !result.retryLater, var job = notification.consumption {
                     job.customerId = result.owner
                     try r.scheduleConsumptionAnswer(job, nextAttemptMs: notification.firstAttemptMs)
                 }
+            case .playAcknowledgement, .playNotificationState:
+                preconditionFailure("Google Play's extras are carried out by Ingest.applyPlay")
             case .notificationState:
                 guard let notification = context.notification else { preconditionFailure("path \(path) applies a notification") }
                 if !result.retryLater {

@@ -1,10 +1,11 @@
 import KakinCore
 import KakinStorage
 
-/// The one apply's coin movements: every purchase credit and every refund's clawback or reversal, of every store, is
-/// written here (inside the write that decided it), with the one clawback rule (`IngestPlan.clawback`,
-/// `RefundReconciliation` for a store's newest copy) and the one floor check (`IngestPlan.checkFloor`). Spends and
-/// grants are the wallet use cases' (`Wallets`); nothing else writes the ledger.
+/// The one apply's coin movements: every purchase credit and every refund's clawback or reversal, of every store, and
+/// every balance moved in from an old coin system (`kakin import balances`), is written here (inside the write that
+/// decided it), with the one clawback rule (`IngestPlan.clawback`, `RefundReconciliation` for a store's newest copy) and
+/// the one floor check (`IngestPlan.checkFloor`). Spends and grants are the wallet use cases' (`Wallets`); nothing else
+/// writes the ledger.
 enum IngestLedger {
     /// Credits what a purchase grants, when it grants coins: paid and bonus coins, the store's price, unique by `effectKey`.
     static func credit(_ r: Records, _ fact: PurchaseFact, grant: PurchaseGrant, customerId: String, reference: String, effectKey: String,
@@ -14,6 +15,15 @@ enum IngestLedger {
             entryId: r.newEntryId(), customerId: customerId, atMs: r.nowMs, kind: .purchase, paid: paid, free: free,
             reference: reference, effectKey: effectKey, priceMilli: fact.priceMilli, currency: fact.currency, detail: detail,
             source: fact.store.ledgerSource))
+    }
+
+    /// Moves in one old balance (`Wallets.importBalances`, which checked its reference is new): an entry of kind `import`
+    /// (source `import`) dated `atMs`, when the old system held it, unique by the reference's effect key; the customer is
+    /// created when new. Returns whether it was. Not checked against the floor: a debt the old system held moves in as one.
+    static func importBalance(_ r: Records, _ b: ImportedBalance, atMs: Int64) throws -> Bool {
+        try r.moveCoinsCreatingCustomer(LedgerMovement(
+            entryId: r.newEntryId(), customerId: b.customerId, atMs: atMs, kind: .import, paid: b.paid, free: b.free,
+            reference: b.reference, effectKey: b.effectKey, detail: ["importedAtMs": .int(r.nowMs)], source: "import")).createdCustomer
     }
 
     /// Takes back up to `paid` + `free` coins for a refund (`IngestPlan.clawback` under the wallet policy), one entry unique

@@ -16,6 +16,9 @@ public enum IngestPath: String, Sendable, CaseIterable {
     case restore
     /// A subscription read back from the Server API after a renewal-date extension (admin API and desk).
     case refresh
+    /// An import row (`kakin import appStore`/`revenuecat`): the customer's history from the Server API, every payload
+    /// verified and every product known before anything is applied (a row applies whole or is a reject).
+    case `import`
 
     /// The `via` recorded with an applied purchase (what support sees).
     public var via: String {
@@ -25,12 +28,13 @@ public enum IngestPath: String, Sendable, CaseIterable {
         case .notification: return "notification"
         case .restore: return "restore"
         case .refresh: return "extension"
+        case .import: return "import"
         }
     }
 
     public var options: IngestOptions {
         switch self {
-        case .app, .receipt:
+        case .app, .receipt, .import:
             return IngestOptions(owner: .presenter, unknownProduct: .refuse, ownerConflict: .refuse, renewalInfo: .mustVerify)
         case .receiptOlder:
             return IngestOptions(owner: .presenter, unknownProduct: .keepUnclaimed, ownerConflict: .keepUnclaimed, renewalInfo: .mustVerify)

@@ -21,17 +21,33 @@ public enum IngestExtra: String, Sendable, CaseIterable {
     case consumptionJob
     /// The notification is marked applied, with the customer and chain it named.
     case notificationState
+    /// Google Play: a token not yet acknowledged, now owned, is acknowledged (and a consumable consumed) after the commit,
+    /// as a durable job retried until Play's 3-day limit (`GooglePlayPurchases.acknowledgeDue`).
+    case playAcknowledgement
+    /// Google Play: the RTDN being applied is marked applied, with the customer it reached.
+    case playNotificationState
 }
 
-/// The path table's rows: for each store and path, what it adds to the write. A path without a row cannot apply
-/// (`extras(store:path:)` stops), and `IngestRegistryTests` fails when a path has no row or the documented table and
-/// this one differ.
+/// Whether a path's write tells its changes as events (`CustomerEvents`), declared in its row of the path table.
+public enum IngestEvents: String, Sendable {
+    /// Every change is told.
+    case always
+    /// Only when the caller asks for them (`IngestContext.eventsAsked`): an import, whose team usually does not want a
+    /// webhook per imported customer (`kakin import --events` asks). Without them the business numbers of the customers
+    /// changed are recomputed by the caller (the rollup worker follows events).
+    case whenAsked
+}
+
+/// The path table's rows: for each store and path, what it adds to the write and whether it tells events. A path
+/// without a row cannot apply (`row(store:path:)` stops), and `IngestRegistryTests` fails when a path has no row or the
+/// documented table and this one differ.
 public enum IngestRegistry {
     public struct Row: Sendable, Hashable {
-        /// The store's name in the table (`appStore`; Google Play's rows come with its paths).
+        /// The store's name in the table (`appStore`, `googlePlay`).
         public var store: String
         public var path: IngestPath
         public var extras: [IngestExtra]
+        public var events: IngestEvents = .always
     }
 
     public static let rows: [Row] = [
@@ -42,13 +58,17 @@ public enum IngestRegistry {
             extras: [.appAccountToken, .serverFinish, .appTransactionLink, .consumptionJob, .notificationState]),
         Row(store: "appStore", path: .restore, extras: [.appAccountToken, .serverFinish, .appTransactionLink]),
         Row(store: "appStore", path: .refresh, extras: [.appAccountToken, .appTransactionLink]),
+        // An imported history was finished by the app that sold it: no server finish.
+        Row(store: "appStore", path: .import, extras: [.appAccountToken, .appTransactionLink], events: .whenAsked),
+        Row(store: "googlePlay", path: .app, extras: [.playAcknowledgement]),
+        Row(store: "googlePlay", path: .notification, extras: [.playAcknowledgement, .playNotificationState]),
     ]
 
-    static func extras(store: String, path: IngestPath) -> [IngestExtra] {
+    static func row(store: String, path: IngestPath) -> Row {
         guard let row = rows.first(where: { $0.store == store && $0.path == path }) else {
             preconditionFailure("path \(path) of \(store) has no row in the path table (IngestRegistry.rows)")
         }
-        return row.extras
+        return row
     }
 }
 
@@ -56,9 +76,15 @@ public enum IngestRegistry {
 public struct IngestContext: Sendable {
     /// The notification being applied (`IngestExtra.notificationState`, `.consumptionJob`).
     public var notification: NotificationContext?
+    /// The Play notification being applied (`IngestExtra.playNotificationState`).
+    public var playMessageId: String?
+    /// The person asked for events (`kakin import --events`): only a path whose row says `IngestEvents.whenAsked` takes it.
+    public var eventsAsked: Bool
 
-    public init(notification: NotificationContext? = nil) {
+    public init(notification: NotificationContext? = nil, playMessageId: String? = nil, eventsAsked: Bool = false) {
         self.notification = notification
+        self.playMessageId = playMessageId
+        self.eventsAsked = eventsAsked
     }
 
     public struct NotificationContext: Sendable {

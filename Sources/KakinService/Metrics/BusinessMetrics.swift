@@ -100,16 +100,7 @@ public final class BusinessMetrics: Sendable {
         let (cursor, next, events, shares) = try await store.snapshot { r -> (EventFeedCursor, EventFeedCursor, Int, [(String, Contribution)]) in
             let cursor = try r.metricsCursor()
             let (customers, next, events) = try r.customersWithEvents(after: cursor, limit: Self.eventsPerPass)
-            var shares: [(String, Contribution)] = []
-            var start = 0
-            while start < customers.count {
-                let page = Array(customers[start..<min(customers.count, start + KakinStore.metricFactsCustomersMax)])
-                for facts in try r.metricFacts(customerIds: page) {
-                    shares.append((facts.customerId, Contributions.of(Self.facts(facts), settings: settings)))
-                }
-                start += page.count
-            }
-            return (cursor, next, events, shares)
+            return (cursor, next, events, try Self.shares(of: customers, r, settings: settings))
         }
         guard events > 0 else { return 0 }
         try await store.transaction { r in
@@ -143,6 +134,29 @@ public final class BusinessMetrics: Sendable {
             start += page.count
         }
         return moved
+    }
+
+    /// Recomputes these customers' shares from their facts and moves the rollups by each difference, reading and writing
+    /// in ONE write: for changes that told no event (an import without `--events`), which the worker would not see. The
+    /// rollups of exactly the days those facts touch move.
+    public func recompute(customerIds: [String]) async throws(KakinError) {
+        guard !customerIds.isEmpty else { return }
+        let settings = settings
+        try await store.transaction { r in try Self.apply(try Self.shares(of: customerIds, r, settings: settings), r) }
+    }
+
+    /// Each customer's share of the rollups, computed from its facts as `r` reads them (page by page).
+    static func shares(of customerIds: [String], _ r: Records, settings: MetricsSettings) throws -> [(String, Contribution)] {
+        var shares: [(String, Contribution)] = []
+        var start = 0
+        while start < customerIds.count {
+            let page = Array(customerIds[start..<min(customerIds.count, start + KakinStore.metricFactsCustomersMax)])
+            for facts in try r.metricFacts(customerIds: page) {
+                shares.append((facts.customerId, Contributions.of(Self.facts(facts), settings: settings)))
+            }
+            start += page.count
+        }
+        return shares
     }
 
     /// Steps until the cursor reaches the end of the feed (the worker's pass; tests call it to be current).

@@ -126,6 +126,59 @@ public struct Wallets: Sendable {
         return answer
     }
 
+    /// What moving in one old balance did (`importBalances`).
+    public enum BalanceImportOutcome: Sendable {
+        /// The entry was written (a dry run: would be).
+        case applied
+        /// The reference was imported before with the same customer and amounts: nothing changed.
+        case alreadyPresent
+        /// The reference was imported before for another customer or other amounts.
+        case conflict(KakinError)
+    }
+
+    /// Moves in balances from the old coin system: one ledger entry of kind `import` (source `import`, dated `atMs`, the
+    /// moment the old system held it) per reference, exactly once (its effect key), written by the one apply's
+    /// `IngestLedger.importBalance`. All in ONE write, with whatever
+    /// `alsoInWrite` adds (the import's row outcomes), so a row is applied and recorded together or not at all. A dry
+    /// run reads the same on a snapshot and writes nothing.
+    /// - Parameter recordsEvents: tell `coins.credited` (`coins.clawed_back` for a debt) with `"source": "import"`.
+    public func importBalances(_ balances: [(balance: ImportedBalance, atMs: Int64)], recordsEvents: Bool, dryRun: Bool,
+                               alsoInWrite: @escaping @Sendable (Records, [BalanceImportOutcome]) throws -> Void)
+        async throws(KakinError) -> [BalanceImportOutcome]
+    {
+        let events = events
+        @Sendable func decide(_ r: Records, _ b: ImportedBalance) throws -> BalanceImportOutcome? {
+            guard let existing = try r.importedBalance(effectKey: b.effectKey) else { return nil }
+            guard existing == (b.customerId, b.paid, b.free) else {
+                return .conflict(KakinError(.importReferenceConflict, "reference \(b.reference.prefix(60)) was imported for customer \(existing.customerId) with paid \(existing.paid), free \(existing.free)."))
+            }
+            return .alreadyPresent
+        }
+        if dryRun {
+            return try await store.snapshot { r in try balances.map { try decide(r, $0.balance) ?? .applied } }
+        }
+        let outcomes = try await store.transaction { r in
+            var outcomes: [BalanceImportOutcome] = []
+            for (b, atMs) in balances {
+                if let known = try decide(r, b) {
+                    outcomes.append(known)
+                    continue
+                }
+                let createdCustomer = try IngestLedger.importBalance(r, b, atMs: atMs)
+                if recordsEvents {
+                    let coins = EventDraft.coins(b.paid + b.free >= 0 ? .coinsCredited : .coinsClawedBack, paid: b.paid, free: b.free,
+                                                 reference: b.reference, ["source": "import"])
+                    try events.record(r, customerId: b.customerId, facts: (createdCustomer ? [EventDraft(type: .customerCreated)] : []) + [coins])
+                }
+                outcomes.append(.applied)
+            }
+            try alsoInWrite(r, outcomes)
+            return outcomes
+        }
+        if recordsEvents, outcomes.contains(where: { if case .applied = $0 { return true } else { return false } }) { events.wake() }
+        return outcomes
+    }
+
     /// Newest first; `cursor` continues after the previous page.
     public func ledger(customerId: String, limit: Int, cursor: String?) async throws(KakinError) -> LedgerPage {
         try await store.ledger(customerId: customerId, limit: limit, cursor: cursor)

@@ -174,7 +174,7 @@ extension KakinStore {
             precondition(m.paid >= 0 && m.free >= 0, "a \(m.kind) entry credits")
         case .spend, .refund:
             precondition(m.paid <= 0 && m.free <= 0, "a \(m.kind) entry debits")
-        case .adjustment:
+        case .adjustment, .import:
             break
         }
         func updateWallet() throws -> SQLRow? {

@@ -137,27 +137,7 @@ extension Records {
     /// - Parameter linkedBefore: the chain's link as the caller read it in this write (`linkOwner`).
     @discardableResult
     public func apply(_ decision: Ownership.Decision, for tx: TransactionPayload, linkedBefore linked: String?) throws -> Bool {
-        let customerId: String
-        switch decision {
-        case .refuse, .unclaimed:
-            return false
-        case .link(let c):
-            customerId = c
-        case .transfer(let from, let to):
-            precondition(from != to, "a transfer moves a chain between two customers")
-            customerId = to
-            let detail: JSONValue = ["originalTransactionId": .string(tx.originalTransactionId), "from": .string(from), "to": .string(to)]
-            try recordTimeline(customerId: from, kind: "ownership.transferredOut", reference: tx.originalTransactionId, detail: detail)
-            try recordTimeline(customerId: to, kind: "ownership.transferredIn", reference: tx.originalTransactionId, detail: detail)
-        }
-        // A chain linked to this customer before has every row already theirs (rows stored since took the link).
-        if linked == customerId { return false }
-        let changed = try db.execute("""
-            INSERT INTO original_links (original_transaction_id, customer_id, linked_at_ms) VALUES (?, ?, ?)
-            ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, linked_at_ms = excluded.linked_at_ms
-            WHERE original_links.customer_id <> excluded.customer_id
-            """, [.text(tx.originalTransactionId), .text(customerId), .integer(nowMs)])
-        guard changed > 0 else { return false }
+        guard let customerId = try link(decision, chainId: tx.originalTransactionId, linkedBefore: linked) else { return false }
         let moved = try db.execute("""
             UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ? AND (customer_id IS NULL OR customer_id <> ?)
             """, [.text(customerId), .text(tx.originalTransactionId), .text(customerId)])
@@ -165,6 +145,33 @@ extension Records {
             try KakinStore.statusInputsAfterLinking(db, originalTransactionId: tx.originalTransactionId, to: customerId, from: linked)
         }
         return true
+    }
+
+    /// Carries out an ownership decision for any store's chain (`original_links`, keyed by the chain's id): links it, or
+    /// moves it (recording the transfer in both timelines). Returns the customer when the link changed (new, or moved);
+    /// the caller moves the store's own rows with it.
+    func link(_ decision: Ownership.Decision, chainId: String, linkedBefore linked: String?) throws -> String? {
+        let customerId: String
+        switch decision {
+        case .refuse, .unclaimed:
+            return nil
+        case .link(let c):
+            customerId = c
+        case .transfer(let from, let to):
+            precondition(from != to, "a transfer moves a chain between two customers")
+            customerId = to
+            let detail: JSONValue = ["originalTransactionId": .string(chainId), "from": .string(from), "to": .string(to)]
+            try recordTimeline(customerId: from, kind: "ownership.transferredOut", reference: chainId, detail: detail)
+            try recordTimeline(customerId: to, kind: "ownership.transferredIn", reference: chainId, detail: detail)
+        }
+        // A chain linked to this customer before has every row already theirs (rows stored since took the link).
+        if linked == customerId { return nil }
+        let changed = try db.execute("""
+            INSERT INTO original_links (original_transaction_id, customer_id, linked_at_ms) VALUES (?, ?, ?)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, linked_at_ms = excluded.linked_at_ms
+            WHERE original_links.customer_id <> excluded.customer_id
+            """, [.text(chainId), .text(customerId), .integer(nowMs)])
+        return changed > 0 ? customerId : nil
     }
 
     /// Schedules Set App Account Token for a purchase made outside the app (it carries no token) now linked to

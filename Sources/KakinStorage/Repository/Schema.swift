@@ -314,6 +314,8 @@ enum Schema {
         consumableInputsMigration,
         metricSourcesMigration,
         offeringsMigration,
+        importsMigration,
+        googlePlayMigration,
         webhookDeliveryClaimsMigration,
     ]
 }

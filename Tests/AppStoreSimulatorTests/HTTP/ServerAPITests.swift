@@ -181,3 +181,26 @@ import Testing
         #expect(refunds.json == ["signedTransactions": [], "revision": refunds.json["revision"]!, "hasMore": false])
     }
 }
+
+/// `"notify": false`: a purchase made before the app's server was installed. The App Store knows it (the Server API
+/// answers it) but sends no notification and keeps none in Notification History; later events notify as usual.
+@Suite struct UnnotifiedPurchaseTests {
+    @Test func aPurchaseWithNotifyFalseIsAnsweredButNeverNotified() async throws {
+        let sink = ScriptedSink()
+        let sim = try makeSimulator(sink: sink)
+        let bought = await call(sim, "POST", "/simulator/v1/purchases", ["productId": "coins", "appAccountToken": .string(tokenA), "notify": false])
+        #expect(bought.status == 201 && bought.json["notifications"] == [])
+        let tid = try #require(bought.json["transactionId"]?.stringValue)
+        let token = try apiToken(sim)
+        #expect(await call(sim, "GET", "/inApps/v1/transactions/\(tid)", bearer: token).status == 200)
+        #expect(await call(sim, "GET", "/inApps/v2/history/\(tid)", bearer: token).json["signedTransactions"]?.arrayValue?.count == 1)
+        let now = sim.clock.nowMs()
+        let history = await call(sim, "POST", "/inApps/v1/notifications/history",
+                                 ["startDate": .int(now - 86_400_000), "endDate": .int(now + 1)], bearer: token)
+        #expect(history.json["notificationHistory"] == [])
+        #expect(sink.received.isEmpty)
+        let told = await call(sim, "POST", "/simulator/v1/purchases", ["productId": "coins", "appAccountToken": .string(tokenA)])
+        #expect(told.json["notifications"]?.arrayValue?.count == 1 && sink.received.count == 1)
+        #expect(await call(sim, "POST", "/simulator/v1/purchases", ["productId": "coins", "notify": "no"]).status == 400)
+    }
+}
