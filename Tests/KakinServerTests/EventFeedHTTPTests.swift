@@ -159,7 +159,7 @@ import Testing
         }
     }
 
-    /// Kakin whose one webhook (`backend`) points at `receiver`, with the worker's schedule scaled down: a 500 ms
+    /// Kakin whose one webhook (`backend`) points at `receiver`, with the worker's schedule scaled down: a 5 s
     /// deadline per attempt, retries from 10 ms doubling to 50 ms, and `windowMs` to deliver before `dead`.
     static func withWebhook(_ receiver: WebhookReceiver, windowMs: Int64, types: EventTypeFilter = .all,
                             _ body: (TestKakin) async throws -> Void) async throws {
@@ -167,8 +167,8 @@ import Testing
             config.events = EventsSettings(webhooks: [WebhookEndpoint(id: "backend", url: receiver.url, secrets: [Array(Self.secret.utf8)], types: types)])
         }, configureRuntime: { options in
             var o = WebhookDeliveryWorker.Options()
-            o.timeoutMs = 500
-            o.leaseMs = 5_000
+            o.timeoutMs = 5_000      // far above a local answer, so a loaded test run never turns one into a timeout
+            o.leaseMs = 30_000
             o.pollIntervalMs = 20
             o.schedule = RetrySchedule(firstDelayMs: 10, delayMaxMs: 50, windowMs: windowMs)
             options.webhookOptions = o
