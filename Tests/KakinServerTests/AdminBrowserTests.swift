@@ -31,7 +31,7 @@ struct AdminInABrowser {
         try await SimulatedKakin.with(auth: auth, configure: { config in
             config.events = EventsSettings(webhooks: [WebhookEndpoint(id: "backend", url: receiver.url, secrets: [Array(WebhookDesk.secret.utf8)])])
         }, configureRuntime: { options in
-            options.webhookOptions.timeoutMs = 500
+            options.webhookOptions.timeoutMs = 5_000   // far above a local answer, even on a loaded test run
             options.webhookOptions.pollIntervalMs = 20
             options.webhookOptions.schedule = RetrySchedule(firstDelayMs: 10, delayMaxMs: 50, windowMs: 300)
         }) { k in

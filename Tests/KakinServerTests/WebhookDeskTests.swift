@@ -16,8 +16,8 @@ import Testing
             config.events = EventsSettings(webhooks: [WebhookEndpoint(id: "backend", url: receiver.url, secrets: [Array(Self.secret.utf8)])])
         }, configureRuntime: { options in
             var o = WebhookDeliveryWorker.Options()
-            o.timeoutMs = 500
-            o.leaseMs = 5_000
+            o.timeoutMs = 5_000      // far above a local answer, so a loaded test run never turns one into a timeout
+            o.leaseMs = 30_000
             o.pollIntervalMs = 20
             o.schedule = RetrySchedule(firstDelayMs: 10, delayMaxMs: 50, windowMs: windowMs)
             options.webhookOptions = o
