@@ -62,13 +62,8 @@ extension Ingest {
                     preconditionFailure("extra \(extra) is the App Store's")
                 }
             }
-            if withStatus, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner {
-                if let evaluated = recorded.owner {
-                    result.status = evaluated
-                } else if var snapshot = try r.statusInputs(owner) {
-                    if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
-                    result.status = EvaluatedCustomer(snapshot, StatusEngine.evaluate(snapshot.history, catalog: events.catalog, nowMs: r.nowMs))
-                }
+            if withStatus {
+                result.status = try Self.answerStatus(r, result, owner: owner, evaluatedByEvents: recorded.owner, catalog: events.catalog)
             }
             return result
         }

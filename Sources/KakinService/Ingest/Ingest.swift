@@ -159,6 +159,18 @@ public struct Ingest: Sendable {
 
     // MARK: Apply
 
+    /// The owner's status read in the write itself, for an answer that carries it (SQLite only: one writer, nothing to
+    /// conflict with; on PostgreSQL the caller reads it after the commit). The events' evaluation is the answer's when the
+    /// write changed something; nil when the answer carries no status.
+    static func answerStatus(_ r: Records, _ result: IngestResult, owner: String?, evaluatedByEvents: EvaluatedCustomer?,
+                             catalog: Catalog) throws -> EvaluatedCustomer? {
+        guard r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner else { return result.status }
+        if let evaluatedByEvents { return evaluatedByEvents }
+        guard var snapshot = try r.statusInputs(owner) else { return result.status }
+        if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
+        return EvaluatedCustomer(snapshot, StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: r.nowMs))
+    }
+
     /// Stores the facts and applies their effects in one database transaction.
     /// - Parameters:
     ///   - presenter: the customer presenting the facts (required when the path's owner is `presenter`).
@@ -195,14 +207,8 @@ public struct Ingest: Sendable {
                     : (appended: 0, owner: nil)
                 result.eventsAppended = recorded.appended
                 try runner.run(r, result, item)
-                if withStatus, items.count == 1, r.dialect == .sqlite, result.outcome?.isAnsweredWithStatus == true, let owner = result.owner {
-                    // The events' evaluation of the owner's status is the answer's, when the write changed something.
-                    if let evaluated = recorded.owner {
-                        result.status = evaluated
-                    } else if var snapshot = try r.statusInputs(owner) {
-                        if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
-                        result.status = EvaluatedCustomer(snapshot, StatusEngine.evaluate(snapshot.history, catalog: events.catalog, nowMs: r.nowMs))
-                    }
+                if withStatus, items.count == 1 {
+                    result.status = try Self.answerStatus(r, result, owner: result.owner, evaluatedByEvents: recorded.owner, catalog: events.catalog)
                 }
                 results.append(result)
             }
