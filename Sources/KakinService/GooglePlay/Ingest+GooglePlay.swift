@@ -84,7 +84,7 @@ extension Ingest {
         switch read.resource {
         case .subscription(let s):
             guard try !r.playTokenIsReplaced(read.purchaseToken) else { return }
-            entitlement = PlayPurchaseFacts.entitlement(s, chainId: chainId, revocations: revocations)
+            entitlement = PlayPurchaseFacts.entitlement(s, chainId: chainId, purchaseToken: read.purchaseToken, revocations: revocations)
         case .product:
             var facts = read.facts(linkedChainId: nil)
             for i in facts.indices where facts[i].revocation == nil { facts[i].revocation = revocations[facts[i].periodId] }
