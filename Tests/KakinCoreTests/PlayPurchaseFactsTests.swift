@@ -77,7 +77,11 @@ import Testing
         let coins = try product()
         let partial = PlayPurchaseFacts.product(coins, packageName: "p", voided: [try voided(order: "GPA.9999-0000-1111-22222", quantity: 1)], readAtMs: 9)!
         #expect(partial.quantity == 3 && partial.revocation?.refund == .quantity(1))
-        #expect(partial.revocation!.shareMilli(ofQuantity: 3) == 33_333)
+        #expect(partial.revocation!.shareMilli(ofQuantity: 3) == 33_334)
+        // One unit of three takes back exactly one unit's coins, paid and free.
+        let oneOfThree = WalletRules.revocationDebit(paid: 1_500, free: 150, shareMilli: 33_334, of: WalletBalance(paid: 1_500, free: 150),
+                                                     policy: WalletPolicy())
+        #expect(oneOfThree.paid == 500 && oneOfThree.free == 50)
         #expect(PlayPurchaseFacts.product(try product(refundable: 1), packageName: "p", readAtMs: 9)!.revocation
                 == PurchaseFact.Revocation(atMs: 9, refund: .quantity(2)))
         #expect(PlayPurchaseFacts.product(try product(state: "CANCELLED"), packageName: "p", readAtMs: 9)!.revocation
@@ -100,7 +104,7 @@ import Testing
         }
         let expiry = Timestamp.parseRFC3339("2026-02-01T00:00:00Z")!
         func served(_ state: String, at ms: Int64) throws -> SubscriptionStatus {
-            let e = PlayPurchaseFacts.entitlement(try subscription(state: state), chainId: "GPA.1111-2222-3333-44444")!
+            let e = PlayPurchaseFacts.entitlement(try subscription(state: state), chainId: "GPA.1111-2222-3333-44444", purchaseToken: "token-1")!
             let status = StatusEngine.evaluate(CustomerHistory(external: [e]), catalog: catalog, nowMs: ms)
             return status.subscriptions[0]
         }

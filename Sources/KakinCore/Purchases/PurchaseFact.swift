@@ -119,13 +119,17 @@ public struct PurchaseFact: Sendable, Hashable {
         }
 
         /// The refunded share of a purchase of `quantity` units, in milliunits (what `WalletRules.revocationDebit` takes).
+        /// Units refunded are a share rounded up: `revocationDebit` rounds the coins down, so u of q units take back
+        /// exactly u units' coins (1 of 3 × 550 coins: 33,334 → 550, where 33,333 took 549) while a unit credits fewer
+        /// than 100,000 / (q − 1) coins; never more than the purchase credited.
         public func shareMilli(ofQuantity quantity: Int) -> Int {
             switch refund {
             case .full: return WalletRules.fullShareMilli
             case .prorated(let share): return min(max(share, 0), WalletRules.fullShareMilli)
             case .quantity(let units):
-                let q = max(1, quantity)
-                return Int(Milli.share(Int64(WalletRules.fullShareMilli), Int64(min(max(units, 0), q)), of: Int64(q)))
+                let q = Int64(max(1, quantity))
+                let part = Int64(WalletRules.fullShareMilli) * Int64(min(max(units, 0), Int(q)))
+                return Int((part + q - 1) / q)
             }
         }
     }
