@@ -29,6 +29,12 @@ extension SearchQuery {
 extension SupportDesk.Limits {
     /// Hits one search shows.
     static let searchHitsMax = 50
+    /// Orders of one Play chain an order lookup or a customer page lists (a monthly chain renews 12 times a year).
+    static let playChainOrdersMax = 500
+    /// Play chains a customer page lists.
+    static let playChainsMax = 20
+    /// Bytes of a Play purchase token `GET /v1/admin/orders/{orderId}` looks up.
+    static let playPurchaseTokenBytesMax = 1_024
     /// Transactions a customer page reads.
     static let customerTransactionsMax = 500
     /// Subscriptions a customer page shows.

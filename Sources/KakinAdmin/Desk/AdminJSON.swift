@@ -19,10 +19,16 @@ extension SupportDesk {
         return ["customerId": .string(customerId), "events": .array(page.items.map(\.json)), "nextCursor": .string(page.nextCursor?.token)]
     }
 
-    /// `GET /v1/admin/orders/{orderId}`: Apple's Look Up Order ID, each transaction with what Kakin knows of it,
-    /// and the customer they belong to.
+    /// `GET /v1/admin/orders/{orderId}`: a Google Play order (`GPA.…`, a renewal `..N`) or purchase token Kakin read: its
+    /// chain's orders (`playChainJSON`); else Apple's Look Up Order ID, each transaction with what Kakin knows of it, and
+    /// the customer they belong to.
     public func orderJSON(orderId: String) async throws(KakinError) -> JSONValue {
-        guard !orderId.isEmpty, orderId.utf8.count <= 64 else { throw KakinError(.invalidField, "The order ID must be 1 to 64 characters.") }
+        guard !orderId.isEmpty, orderId.utf8.count <= Limits.playPurchaseTokenBytesMax else {
+            throw KakinError(.invalidField, "The order ID must be 1 to 64 characters (a Play purchase token up to \(Limits.playPurchaseTokenBytesMax)).")
+        }
+        if let chainId = try await store.playChainId(orderIdOrToken: orderId) { return try await playChainJSON(chainId, orderId: orderId) }
+        if orderId.hasPrefix("GPA.") { throw KakinError(.orderNotFound, detail: "Play order \(orderId) was never read by Kakin") }
+        guard orderId.utf8.count <= 64 else { throw KakinError(.orderNotFound, detail: "no Play purchase token \(orderId.prefix(12))…") }
         let transactions = try await services.appStoreSync.lookUpOrder(orderId)
         guard !transactions.isEmpty else { throw KakinError(.orderNotFound) }
         var items: [JSONValue] = []
@@ -36,6 +42,21 @@ extension SupportDesk {
                           "appliedAt": Timestamp.rfc3339(stored?.appliedAtMs), "appliedVia": .string(stored?.appliedVia)])
         }
         return ["orderId": .string(orderId), "transactions": .array(items), "customerId": .string(customers.first),
+                "customers": .array(customers.map(JSONValue.string))]
+    }
+
+    /// A Play chain as the order lookup answers it: `{"orderId", "store": "googlePlay", "chainId", "transactions": [{"transaction":
+    /// {"store", "orderId", "purchaseToken"}, "customerId", "stored", "readAt", "revocation"}], "customerId", "customers"}`
+    /// (the App Store's keys, so a tool reads both alike).
+    func playChainJSON(_ chainId: String, orderId: String) async throws(KakinError) -> JSONValue {
+        let orders = try await store.playChainOrders(chainId, limit: Limits.playChainOrdersMax)
+        var customers: [String] = []
+        for order in orders { if let c = order.customerId, !customers.contains(c) { customers.append(c) } }
+        let items: [JSONValue] = orders.map { o in
+            ["transaction": ["store": "googlePlay", "orderId": .string(o.orderId), "purchaseToken": .string(o.purchaseToken)],
+             "customerId": .string(o.customerId), "stored": true, "readAt": Timestamp.rfc3339(o.readAtMs), "revocation": o.revocation ?? .null]
+        }
+        return ["orderId": .string(orderId), "store": "googlePlay", "chainId": .string(chainId), "transactions": .array(items), "customerId": .string(customers.first),
                 "customers": .array(customers.map(JSONValue.string))]
     }
 

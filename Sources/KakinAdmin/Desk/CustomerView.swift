@@ -41,6 +41,9 @@ public struct CustomerView: Sendable {
     public var ledgerCursor: String?
     public var timeline: TimelinePage
     public var timelineCursor: String?
+    /// Google Play chains the customer owns, newest read first: each chain's orders (first, renewals `..N`, a linked
+    /// token's) with their tokens and refunds.
+    public var playChains: [(chainId: String, orders: [PlayOrderRow])] = []
 }
 
 extension SupportDesk {
@@ -86,9 +89,13 @@ extension SupportDesk {
             .filter { !subscriptionIds.contains($0.originalTransactionId ?? "") }.map(Self.entry)
         let ledger = try await store.ledger(customerId: customerId, limit: Limits.ledgerPage, cursor: ledgerCursor)
         let timeline = try await services.timeline.page(customerId: customerId, limit: Limits.timelinePage, after: timelineAfter)
-        return CustomerView(customer: customer, status: status, subscriptions: subscriptions, purchases: purchases, otherNotifications: others,
-                            wallet: try await store.wallet(customerId), ledger: ledger, ledgerCursor: ledgerCursor, timeline: timeline,
-                            timelineCursor: timelineCursor)
+        var view = CustomerView(customer: customer, status: status, subscriptions: subscriptions, purchases: purchases, otherNotifications: others,
+                                wallet: try await store.wallet(customerId), ledger: ledger, ledgerCursor: ledgerCursor, timeline: timeline,
+                                timelineCursor: timelineCursor)
+        for chainId in try await store.playChains(customerId: customerId, limit: Limits.playChainsMax) {
+            view.playChains.append((chainId, try await store.playChainOrders(chainId, limit: Limits.playChainOrdersMax)))
+        }
+        return view
     }
 
     /// A transaction as history: its purchase (or renewal, with its offer), and its refund if it has one.

@@ -98,6 +98,7 @@ extension SupportDesk {
         case .orderId(let o): return "Order \(o)"
         case .customerId: return "Customer"
         case .purchaseProcessId: return "Purchase process"
+        case .playPurchase(let p): return "Google Play \(p.hasPrefix("GPA.") ? "order \(p)" : "purchase token")"
         }
     }
 
@@ -155,7 +156,28 @@ extension SupportDesk {
             var hits = try await store.transactions(purchaseProcessId: p, limit: limit).map(Self.hit)
             hits += try await store.recentErrors(where: .purchaseProcessId, equals: p, limit: limit).map(Self.hit)
             return hits
+        case .playPurchase(let key):
+            guard let chainId = try await store.playChainId(orderIdOrToken: key) else {
+                if key.hasPrefix("GPA.") { notes.append("Kakin never read Play order \(key): the app never presented it and no notification named it.") }
+                return []
+            }
+            return [try await playChainHit(chainId, matched: key)]
         }
+    }
+
+    /// A Play chain found by one of its orders or tokens: its orders, tokens and refunds, linking to its customer's page.
+    func playChainHit(_ chainId: String, matched key: String) async throws(KakinError) -> SearchHit {
+        let json = try await playChainJSON(chainId, orderId: key)
+        let items = json["transactions"]?.arrayValue ?? []
+        let orders = items.compactMap { $0["transaction"]?["orderId"]?.stringValue }
+        var tokens: [String] = []
+        for t in items.compactMap({ $0["transaction"]?["purchaseToken"]?.stringValue }) where !tokens.contains(t) { tokens.append(t) }
+        let refunded = items.filter { $0["revocation"].map { !$0.isNull } ?? false }.compactMap { $0["transaction"]?["orderId"]?.stringValue }
+        let customer = json["customerId"]?.stringValue
+        var facts = [Fact("store", "Google Play"), Fact("orders", orders.joined(separator: ", ")), Fact("purchase tokens", String(tokens.count))]
+        if !refunded.isEmpty { facts.append(Fact("refunded", refunded.joined(separator: ", "))) }
+        facts.append(Fact("customer", customer ?? "nobody has claimed it yet"))
+        return SearchHit(kind: .order, title: "Google Play chain \(chainId)", customerId: customer, anchor: "play-\(chainId)", facts: facts, json: json)
     }
 
     func customerHit(_ c: KakinStore.Customer, via: String) async throws(KakinError) -> SearchHit {

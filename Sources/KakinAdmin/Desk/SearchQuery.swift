@@ -16,6 +16,8 @@ public enum SearchTarget: Sendable, Hashable {
     case customerId(String)
     /// The app's `X-Purchase-Process-Id`.
     case purchaseProcessId(String)
+    /// A Google Play order ID (`GPA.…`, a renewal `..N`) or purchase token: the chain Kakin read it in.
+    case playPurchase(String)
 }
 
 public enum SearchQuery {
@@ -39,9 +41,27 @@ public enum SearchQuery {
         } else if isOrderIdShaped(q) {
             out.append(.orderId(q.uppercased()))
         }
+        if isPlayOrderIdShaped(q) {
+            out.append(.playPurchase("GPA." + q.dropFirst(4)))
+        } else if isPlayTokenShaped(q) {
+            out.append(.playPurchase(q))
+        }
         if CustomerID.isValid(q) { out.append(.customerId(q)) }
         if q.utf8.count <= 128 { out.append(.purchaseProcessId(q)) }
         return out
+    }
+
+    /// Play's order IDs: `GPA.` then digits and dashes (`GPA.3383-1234-5678-91234`), a renewal `..N` after them.
+    static func isPlayOrderIdShaped(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count > 4, u.count <= 64, String(s.prefix(4)).uppercased() == "GPA." else { return false }
+        return u[4...].allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2E }
+    }
+
+    /// Play's purchase tokens: long opaque strings of letters, digits, `.`, `_`, `-` (at least 40).
+    static func isPlayTokenShaped(_ s: String) -> Bool {
+        s.utf8.count >= 40 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+            || $0 == 0x2D || $0 == 0x2E || $0 == 0x5F }
     }
 
     static func isErrorId(_ s: String) -> Bool {

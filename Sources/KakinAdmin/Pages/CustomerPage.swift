@@ -54,6 +54,7 @@ enum CustomerPage {
             <div class="grid">\(overview)\(actions)</div>
             \(wallet)
             \(subscriptions)
+            \(v.playChains.map { playChainSection($0.chainId, $0.orders) })
             \(purchases)
             \(notifications)
             \(timelineSection(v))
@@ -90,6 +91,21 @@ enum CustomerPage {
             <th class="num">after (paid / free)</th><th>item · reference</th></tr>\(rows)</table></div>
             <div class="pager">\(pager)</div>
             </section>
+            """
+    }
+
+    /// A Google Play chain's history: each order (the first, renewals `..N`, a linked token's after a plan change) with the
+    /// token it was read from, when Kakin last read it, and what Play took back.
+    static func playChainSection(_ chainId: String, _ orders: [PlayOrderRow]) -> HTML {
+        let rows = orders.map { o -> HTML in
+            let refund = o.revocation.map { r in
+                "refunded \(r["atMs"]?.int64Value.map(Fmt.time) ?? "?"): \(r["refund"]?.stringValue ?? "?")" + (r["units"]?.intValue.map { " \($0) units" } ?? "")
+            } ?? ""
+            return "<tr><td>\(o.orderId)</td><td><code>\(o.purchaseToken)</code></td><td>\(Fmt.time(o.readAtMs))</td><td>\(refund)</td></tr>"
+        }
+        return """
+            <section class="card" id="play-\(chainId)"><h2>Google Play chain \(chainId)</h2><div class="scroll"><table>\
+            <tr><th>order</th><th>purchase token</th><th>last read</th><th></th></tr>\(rows)</table></div></section>
             """
     }
 

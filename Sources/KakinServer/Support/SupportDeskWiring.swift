@@ -54,6 +54,8 @@ extension KakinApp {
         sampled.inbox = try? await store.inboxDepth()
         sampled.database = databaseFigures()
         sampled.recentErrorsDropped = desk.errors.droppedCount
+        sampled.playNotifications = try? await store.playNotificationCounts()
+        sampled.playAcknowledgements = try? await store.playAcknowledgementCounts()
         return metrics.prometheusText(sampled) + postgresMetricsText() + (await webhookMetricsText()) + (await outboxMetricsText())
             + (await businessMetricsText())
     }

@@ -15,6 +15,17 @@ struct DurableJobTable: Sendable {
 }
 
 extension KakinStore {
+    /// How many rows of a job table are in each state.
+    func jobCounts(_ table: DurableJobTable) async throws(KakinError) -> [String: Int] {
+        try await read { db in
+            var counts: [String: Int] = [:]
+            for row in try db.query("SELECT state, COUNT(*) AS n FROM \(table.name) GROUP BY state", []) {
+                counts[row.string("state") ?? ""] = Int(row.int("n") ?? 0)
+            }
+            return counts
+        }
+    }
+
     /// Claims up to `limit` pending rows due at `nowMs` for `owner` until `nowMs + leaseMs`: a conditional
     /// UPDATE per row, so two workers never hold the same one.
     func claimDueJobs<Job: Sendable>(_ t: DurableJobTable, nowMs: Int64, owner: String, leaseMs: Int64, limit: Int,

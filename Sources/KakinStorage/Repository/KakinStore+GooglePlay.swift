@@ -51,6 +51,11 @@ extension KakinStore {
         }
     }
 
+    /// How many acknowledgement jobs are in each state (`/metrics`).
+    public func playAcknowledgementCounts() async throws(KakinError) -> [String: Int] {
+        try await jobCounts(Self.playAcknowledgementTable)
+    }
+
     /// A token's acknowledgement job state (support and tests).
     public func playAcknowledgementState(_ token: String) async throws(KakinError) -> PlayAcknowledgementJob.State? {
         try await read { db in
@@ -111,13 +116,7 @@ extension KakinStore {
 
     /// How many stored notifications are in each state (tests, `/metrics`).
     public func playNotificationCounts() async throws(KakinError) -> [String: Int] {
-        try await read { db in
-            var counts: [String: Int] = [:]
-            for row in try db.query("SELECT state, COUNT(*) AS n FROM play_notifications GROUP BY state", []) {
-                counts[row.string("state") ?? ""] = Int(row.int("n") ?? 0)
-            }
-            return counts
-        }
+        try await jobCounts(Self.playNotificationTable)
     }
 }
 
@@ -135,5 +134,49 @@ extension KakinStore {
     /// A token as Kakin last read it, outside a write.
     public func playTokenRow(_ purchaseToken: String) async throws(KakinError) -> PlayTokenRow? {
         try await read { db in try Records(db: db, nowMs: 0, ids: self.ids).playToken(purchaseToken) }
+    }
+}
+
+/// One order of a Play chain as Kakin last read it (`play_orders`): the desk's order lookup and customer page.
+public struct PlayOrderRow: Sendable, Hashable {
+    public var orderId: String
+    public var purchaseToken: String
+    public var chainId: String
+    public var customerId: String?
+    public var readAtMs: Int64
+    /// What Play took back of it (`{"atMs", "refund"}`), if anything.
+    public var revocation: JSONValue?
+}
+
+extension KakinStore {
+    /// The chain an order (`GPA.…`, a renewal `..N` included) or a purchase token belongs to, when Kakin read it.
+    public func playChainId(orderIdOrToken key: String) async throws(KakinError) -> String? {
+        try await read { db in
+            if let row = try db.queryOne("SELECT chain_id FROM play_orders WHERE order_id = ?", [.text(key)]) { return row.string("chain_id") }
+            return try db.queryOne("SELECT chain_id FROM play_tokens WHERE purchase_token = ?", [.text(key)])?.string("chain_id")
+        }
+    }
+
+    /// A chain's orders: its first, then renewals `..0`, `..1`, … (at most `limit`).
+    public func playChainOrders(_ chainId: String, limit: Int) async throws(KakinError) -> [PlayOrderRow] {
+        try await read { db in
+            try db.query("""
+                SELECT order_id, purchase_token, chain_id, customer_id, read_at_ms, revocation FROM play_orders WHERE chain_id = ?
+                ORDER BY LENGTH(order_id), order_id LIMIT ?
+                """, [.text(chainId), .integer(Int64(limit))]).map { row in
+                PlayOrderRow(orderId: row.string("order_id") ?? "", purchaseToken: row.string("purchase_token") ?? "",
+                             chainId: row.string("chain_id") ?? chainId, customerId: row.string("customer_id"), readAtMs: row.int("read_at_ms") ?? 0,
+                             revocation: row.string("revocation").flatMap { try? JSONParser.parse($0) })
+            }
+        }
+    }
+
+    /// A customer's Play chains (their ids), newest read first (at most `limit`).
+    public func playChains(customerId: String, limit: Int) async throws(KakinError) -> [String] {
+        try await read { db in
+            try db.query("""
+                SELECT chain_id, MAX(read_at_ms) AS last_ms FROM play_tokens WHERE customer_id = ? GROUP BY chain_id ORDER BY last_ms DESC LIMIT ?
+                """, [.text(customerId), .integer(Int64(limit))]).compactMap { $0.string("chain_id") }
+        }
     }
 }

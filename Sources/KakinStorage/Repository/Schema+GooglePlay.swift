@@ -69,4 +69,11 @@ extension Schema {
         CREATE INDEX play_notifications_due ON play_notifications(next_attempt_ms) WHERE state = 'pending';
         CREATE INDEX play_notifications_by_token ON play_notifications(purchase_token);
         """)
+
+    /// Migration 27: a Play chain's orders by chain, a customer's tokens by customer (the desk's order lookup and customer
+    /// page list a chain's history).
+    static let googlePlayChainsMigration = SQLMigration(version: 27, name: "google play orders by chain, tokens by customer", sql: """
+        CREATE INDEX play_orders_by_chain ON play_orders(chain_id);
+        CREATE INDEX play_tokens_by_customer ON play_tokens(customer_id) WHERE customer_id IS NOT NULL;
+        """)
 }

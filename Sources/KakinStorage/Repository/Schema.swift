@@ -317,5 +317,6 @@ enum Schema {
         importsMigration,
         googlePlayMigration,
         webhookDeliveryClaimsMigration,
+        googlePlayChainsMigration,
     ]
 }
