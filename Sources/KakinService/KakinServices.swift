@@ -132,10 +132,10 @@ public final class KakinServices: Sendable {
                         setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
                         events: events, apple2026: apple2026)
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
-        googlePlay = GooglePlayPurchases(store: store, ingest: ingest, clock: clock, retryClock: retryClock, logger: logger,
+        googlePlay = GooglePlayPurchases(store: store, ingest: ingest, clock: clock, retryClock: retryClock, logger: logger, metrics: metrics,
                                          worker: BackgroundLoop(pollIntervalMs: 15_000))
         googlePlayNotifications = GooglePlayNotifications(store: store, purchases: googlePlay, retryClock: retryClock, logger: logger,
-                                                          worker: BackgroundLoop(pollIntervalMs: 1000))
+                                                          metrics: metrics, leaseOwner: claims.owner, worker: BackgroundLoop(pollIntervalMs: 1000))
         let reporter = ExternalPurchaseReporter(store: store, access: access, apps: apps, clock: clock, metrics: metrics, logger: logger, events: events)
         externalPurchases = ExternalPurchases(store: store, apps: apps, walletPolicy: settings.wallet, events: events, statusReads: statusReads,
                                               clock: clock, metrics: metrics, logger: logger, reporter: reporter)
@@ -179,7 +179,9 @@ public final class KakinServices: Sendable {
     /// The same over another transport (the whole-system simulation reaches its simulator in-process).
     public func connectAppStoreServerAPI(_ api: AppStoreServerAPISettings, transport: any HTTPTransport) throws(KakinError) {
         let connection = try AppStoreConnection(api: api, apps: settings.apps, clock: clock,
-                                                transport: CountingTransport(inner: transport, metrics: metrics), pacingClock: retryClock)
+                                                transport: CountingTransport(inner: transport, metrics: metrics, store: PurchaseSource.appStore,
+                                                                             words: CountingTransport.appStoreWords),
+                                                pacingClock: retryClock)
         try appStore.useAPIKeyForOffers(api)
         appStore.connect(connection)
     }

@@ -42,6 +42,10 @@ import Testing
             #expect(play.catalog["premium"]?.kind == .autoRenewable && play.catalog["premium"]?.groupId == "premium")
             #expect(play.rtdn?.certsURL == "https://www.googleapis.com/oauth2/v3/certs" && play.rtdn?.issuer == nil)
             #expect(play.serviceAccount.clientEmail.hasSuffix(".iam.gserviceaccount.com"))
+            #expect(play.voidedPollIntervalMs == 6 * 3_600_000)
+            var daily = Self.playApp.objectValue!
+            daily["voidedPurchasesPollMinutes"] = 1440
+            #expect(try Self.parse([Self.appStoreApp, .object(daily)], in: dir).googlePlayApps.first?.voidedPollIntervalMs == 86_400_000)
         }
     }
 
@@ -65,6 +69,8 @@ import Testing
             #expect(refusal { $0["products"] = [["productId": "premium", "type": "subscription"]] } == "apps[1].products[0].groupId: is required for a subscription")
             #expect(refusal { $0["products"] = [["productId": "c", "type": "consumable"]] }.hasPrefix("apps[1].products[0].coins"))
             #expect(refusal { $0["rtdn"] = ["audience": "a"] } == "apps[1].rtdn.serviceAccountEmail: is required")
+            #expect(refusal { $0["voidedPurchasesPollMinutes"] = 1441 }.hasPrefix("apps[1].voidedPurchasesPollMinutes"))
+            #expect(refusal { $0["voidedPurchasesPollMinutes"] = 4 }.hasPrefix("apps[1].voidedPurchasesPollMinutes"))
             #expect(throws: ConfigurationError.self) { try Self.parse([Self.playApp, Self.playApp], in: dir) }
         }
     }

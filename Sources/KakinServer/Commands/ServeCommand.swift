@@ -23,6 +23,9 @@ public final class KakinRuntime: Sendable {
         public var logger: Logger
         /// How often missed notifications are looked for in Notification History (when the API is configured).
         public var recoveryIntervalMs: Int64 = 15 * 60 * 1000
+        /// Whether Google Play's voided purchases are polled in the background (each app at its
+        /// `voidedPurchasesPollMinutes`); tests turn it off and poll when they choose.
+        public var pollsVoidedPurchases = true
         public var http: HTTPServerConfiguration
         public var extraRoutes: @Sendable (inout Router) -> Void
         /// When failed notifications are retried (real time; tests move a manual clock).
@@ -92,6 +95,7 @@ public final class KakinRuntime: Sendable {
             throw error
         }
         app.startWorkers()
+        if options.pollsVoidedPurchases { app.services.googlePlayNotifications.startVoidedPoll() }
         let recovery = BackgroundLoop(pollIntervalMs: options.recoveryIntervalMs)
         if config.appStoreServerAPI != nil {
             recovery.start { [sync = app.services.appStoreSync, intervalMs = options.recoveryIntervalMs] in

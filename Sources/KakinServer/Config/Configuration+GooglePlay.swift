@@ -5,9 +5,10 @@ import KakinService
 /// `apps[]` entries with `"store": "googlePlay"` (contract, "Planned additions for the fourth release"):
 /// `{"store": "googlePlay", "packageName", "serviceAccountFile", "apiRoot"?, "rtdn": {"audience", "serviceAccountEmail",
 /// "issuer"?, "certsUrl"?}, "products": [{"productId", "type": "consumable" | "nonConsumable" | "subscription", "coins"?,
-/// "bonusCoins"?, "groupId"?, "basePlans"?}]}`. `store` defaults to `"appStore"`; `groupId`s are shared with the App Store app.
+/// "bonusCoins"?, "groupId"?, "basePlans"?}], "voidedPurchasesPollMinutes"?}` (how often the voided purchases list is read:
+/// 5 to 1440, default 360). `store` defaults to `"appStore"`; `groupId`s are shared with the App Store app.
 extension Configuration {
-    static let googlePlayAppKeys: Set<String> = ["store", "packageName", "serviceAccountFile", "apiRoot", "rtdn", "products"]
+    static let googlePlayAppKeys: Set<String> = ["store", "packageName", "serviceAccountFile", "apiRoot", "rtdn", "products", "voidedPurchasesPollMinutes"]
     static let packageNameLengthMax = 255
 
     /// The entry's store: `appStore` (the default) or `googlePlay`.
@@ -59,7 +60,12 @@ extension Configuration {
             guard catalog[product.productId] == nil else { throw ConfigurationError(a.sub("products") + "[\(i)].productId", "duplicates another product") }
             catalog.upsert(product)
         }
-        return GooglePlayAppSettings(packageName: packageName, catalog: catalog, serviceAccount: account, apiRoot: apiRoot, rtdn: rtdn)
+        var settings = GooglePlayAppSettings(packageName: packageName, catalog: catalog, serviceAccount: account, apiRoot: apiRoot, rtdn: rtdn)
+        let range = GooglePlayAppSettings.voidedPollIntervalMsRange
+        if let minutes = try a.int("voidedPurchasesPollMinutes", range: range.lowerBound / 60_000...range.upperBound / 60_000) {
+            settings.voidedPollIntervalMs = minutes * 60_000
+        }
+        return settings
     }
 
     static func parseGooglePlayProduct(_ v: JSONValue, path: String) throws(ConfigurationError) -> Product {

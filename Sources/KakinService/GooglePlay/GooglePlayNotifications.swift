@@ -29,7 +29,13 @@ public final class GooglePlayNotifications: Sendable {
     let purchases: GooglePlayPurchases
     let retryClock: any Clock
     let logger: Logger
+    let metrics: Metrics
     public let worker: BackgroundLoop
+    /// The voided purchases poll (`GooglePlayNotifications+VoidedPurchases.swift`): a pass a minute, each app's run in turn
+    /// with the other processes at its interval.
+    let voidedPoll: BackgroundLoop
+    /// This process's name in the poll's lease.
+    let leaseOwner: String
     let verifiers = Mutex<[String: PushTokenVerifier]>([:])
 
     /// Attempts before a stored notification is `dead` (about 2.5 hours with the backoff below).
@@ -37,12 +43,16 @@ public final class GooglePlayNotifications: Sendable {
     public static let bodyBytesMax = 64 * 1024
     static let leaseMs: Int64 = 60_000
 
-    init(store: KakinStore, purchases: GooglePlayPurchases, retryClock: any Clock, logger: Logger, worker: BackgroundLoop) {
+    init(store: KakinStore, purchases: GooglePlayPurchases, retryClock: any Clock, logger: Logger, metrics: Metrics, leaseOwner: String,
+         worker: BackgroundLoop, voidedPoll: BackgroundLoop = BackgroundLoop(pollIntervalMs: 60_000)) {
         self.store = store
         self.purchases = purchases
         self.retryClock = retryClock
         self.logger = logger
+        self.metrics = metrics
+        self.leaseOwner = leaseOwner
         self.worker = worker
+        self.voidedPoll = voidedPoll
     }
 
     /// Accepts pushes for the app whose bearer token its `rtdn` settings accept, the keys fetched from its `certsUrl`
@@ -55,15 +65,35 @@ public final class GooglePlayNotifications: Sendable {
         verifiers.withLock { $0[app.packageName] = verifier }
     }
 
+    /// Starts the notification worker.
     public func start() {
         worker.start { [self] in await processDue(owner: "rtdn-\(ObjectIdentifier(self).hashValue)") }
     }
 
-    public func stop() async { await worker.stop() }
+    /// Starts the voided purchases poll (`kakin serve`, local mode included; tests poll when they choose).
+    public func startVoidedPoll() {
+        voidedPoll.start { [self] in await pollVoidedInTurn() }
+    }
+
+    public func stop() async {
+        await voidedPoll.stop()
+        await worker.stop()
+    }
 
     /// A push: 401 for a bad token (nothing stored), 422 for a package this server does not serve, else stored once
     /// (a redelivery of the same `messageId` is acknowledged and ignored) and the worker woken.
     public func receive(authorization: String?, body: JSONValue) async throws(KakinError) {
+        do {
+            if try await keep(authorization: authorization, body: body) { metrics.increment(.playNotificationsReceived) }
+        } catch {
+            metrics.increment(.playNotificationsRefused)
+            throw error
+        }
+        worker.wake()
+    }
+
+    /// Checks a push and stores it; true when its `messageId` was new.
+    func keep(authorization: String?, body: JSONValue) async throws(KakinError) -> Bool {
         let message: PubSubPushMessage
         let notification: DeveloperNotification
         do {
@@ -81,10 +111,9 @@ public final class GooglePlayNotifications: Sendable {
             throw KakinError(error.errorKind, detail: error.description)
         }
         guard own != nil else { throw KakinError(.playUnknownPackage, detail: "push for package \(notification.packageName)") }
-        _ = try await store.receivePlayNotification(messageId: message.messageId, packageName: notification.packageName,
-                                                    purchaseToken: notification.purchaseToken, body: notification.raw,
-                                                    publishedAtMs: message.publishTimeMs)
-        worker.wake()
+        return try await store.receivePlayNotification(messageId: message.messageId, packageName: notification.packageName,
+                                                       purchaseToken: notification.purchaseToken, body: notification.raw,
+                                                       publishedAtMs: message.publishTimeMs)
     }
 
     /// One pass of the worker: claims due notifications and applies each; a failure is retried with backoff (1 s doubling
@@ -94,12 +123,13 @@ public final class GooglePlayNotifications: Sendable {
         guard let jobs = try? await store.claimDuePlayNotifications(nowMs: nowMs, owner: owner, leaseMs: Self.leaseMs, limit: limit) else { return }
         for job in jobs {
             do {
-                try await apply(job)
+                if try await apply(job) { metrics.increment(.playNotificationsApplied) }
             } catch {
                 let dead = error.kind == .playPurchaseNotFound || job.attempts + 1 >= Self.attemptsMax
                 do {
                     if dead {
                         try await store.finishPlayNotification(job.messageId, state: .dead, error: "\(error)")
+                        metrics.increment(.playNotificationsDead)
                     } else {
                         try await store.retryPlayNotification(job.messageId, error: "\(error)",
                                                               nextAttemptMs: nowMs + min(Int64(1_000) << min(job.attempts, 10), 600_000))
@@ -112,7 +142,8 @@ public final class GooglePlayNotifications: Sendable {
         if jobs.count == limit { worker.wake() }
     }
 
-    func apply(_ job: PlayNotificationJob) async throws(KakinError) {
+    /// Applies a stored notification; false when it was only recorded (`ignored`).
+    func apply(_ job: PlayNotificationJob) async throws(KakinError) -> Bool {
         let notification: DeveloperNotification
         do {
             notification = try DeveloperNotification(json: job.body)
@@ -122,6 +153,7 @@ public final class GooglePlayNotifications: Sendable {
         switch notification.kind {
         case .test, .other:
             try await store.finishPlayNotification(job.messageId, state: .ignored, error: nil)
+            return false
         case .subscription(_, let token):
             try await purchases.applyNotification(packageName: notification.packageName, purchaseToken: token, kind: .subscription,
                                                   productId: nil, voided: [], messageId: job.messageId)
@@ -140,6 +172,7 @@ public final class GooglePlayNotifications: Sendable {
                                                   kind: productType == 1 ? .subscription : .product, productId: nil, voided: voided,
                                                   messageId: job.messageId)
         }
+        return true
     }
 }
 

@@ -15,6 +15,11 @@ public struct GooglePlayAppSettings: Sendable {
     public var apiRoot: String
     /// What the RTDN push tokens must say (`rtdn`); nil: Play's notifications are not configured for this app.
     public var rtdn: RTDN?
+    /// How often the voided purchases poll reads this app's list (`voidedPurchasesPollMinutes`; at least daily).
+    public var voidedPollIntervalMs: Int64 = GooglePlayAppSettings.voidedPollIntervalMsDefault
+    public static let voidedPollIntervalMsDefault: Int64 = 6 * 3_600_000
+    /// The interval's bounds: not more often than every 5 minutes (Google's quota), at least once a day.
+    public static let voidedPollIntervalMsRange: ClosedRange<Int64> = 5 * 60_000...86_400_000
 
     public struct RTDN: Sendable, Equatable {
         public var audience: String
@@ -57,6 +62,7 @@ public final class GooglePlayPurchases: Sendable {
     let clock: any Clock
     let retryClock: any Clock
     let logger: Logger
+    let metrics: Metrics
     /// The acknowledgement worker (local mode waits for its pass after a push, like for the notifications').
     public let worker: BackgroundLoop
     let apps: Mutex<[String: Connected]>
@@ -71,12 +77,13 @@ public final class GooglePlayPurchases: Sendable {
     static let leaseMs: Int64 = 60_000
     static let purchaseTokenLengthMax = 1_024
 
-    init(store: KakinStore, ingest: Ingest, clock: any Clock, retryClock: any Clock, logger: Logger, worker: BackgroundLoop) {
+    init(store: KakinStore, ingest: Ingest, clock: any Clock, retryClock: any Clock, logger: Logger, metrics: Metrics, worker: BackgroundLoop) {
         self.store = store
         self.ingest = ingest
         self.clock = clock
         self.retryClock = retryClock
         self.logger = logger
+        self.metrics = metrics
         self.worker = worker
         apps = Mutex([:])
     }
@@ -87,7 +94,8 @@ public final class GooglePlayPurchases: Sendable {
         do {
             client = try GooglePlayDeveloperAPIClient(
                 configuration: GooglePlayClientConfiguration(serviceAccount: app.serviceAccount, packageName: app.packageName, apiRoot: app.apiRoot),
-                transport: transport, clock: retryClock)
+                transport: CountingTransport(inner: transport, metrics: metrics, store: PurchaseSource.googlePlay, words: CountingTransport.googlePlayWords),
+                clock: retryClock)
         } catch {
             throw KakinError(.invalidConfiguration, detail: "Google Play client for \(app.packageName): \(error)")
         }
@@ -186,12 +194,14 @@ public final class GooglePlayPurchases: Sendable {
                 let app = try connected(job.packageName)
                 try await Self.acknowledge(job, client: app.client)
                 try await store.finishPlayAcknowledgement(job, state: .done, error: nil)
+                metrics.increment(.playAcknowledgementsDone)
                 ended += 1
             } catch {
                 let message = "\(error)"
                 do {
                     if clock.nowMs() >= job.deadlineMs {
                         try await store.finishPlayAcknowledgement(job, state: .expired, error: message)
+                        metrics.increment(.playAcknowledgementsFailed)
                         ended += 1
                     } else {
                         let delayMs = min(Int64(30_000) << min(job.attempts, 6), 30 * 60_000)

@@ -41,6 +41,15 @@ public final class Metrics: Sendable {
         case externalReportsSent = "kakin_external_purchase_reports_sent_total"
         case externalReportsFailed = "kakin_external_purchase_reports_failed_total"
         case externalTokensUnreported = "kakin_external_purchase_tokens_unreported_total"
+        case playNotificationsReceived = "kakin_play_notifications_received_total"
+        case playNotificationsRefused = "kakin_play_notifications_refused_total"
+        case playNotificationsApplied = "kakin_play_notifications_applied_total"
+        case playNotificationsDead = "kakin_play_notifications_dead_total"
+        case playAcknowledgementsDone = "kakin_play_acknowledgements_done_total"
+        case playAcknowledgementsFailed = "kakin_play_acknowledgements_failed_total"
+        case playVoidedPolls = "kakin_play_voided_polls_total"
+        case playVoidedPollsFailed = "kakin_play_voided_polls_failed_total"
+        case playVoidedStored = "kakin_play_voided_purchases_stored_total"
 
         var help: String {
             switch self {
@@ -64,6 +73,15 @@ public final class Metrics: Sendable {
             case .externalReportsSent: return "External purchase reports Apple accepted."
             case .externalReportsFailed: return "External purchase reports Apple refused (line-item errors; listed at /v1/admin/external-purchase-reports?state=failed)."
             case .externalTokensUnreported: return "EXTERNAL_PURCHASE_TOKEN/UNREPORTED notifications: Apple held no report of a token past its deadline (an error: Kakin reports it at once)."
+            case .playNotificationsReceived: return "Google Play RTDN pushes stored (a redelivered messageId is acknowledged, not counted)."
+            case .playNotificationsRefused: return "Google Play RTDN pushes refused, nothing stored (not a push 400, push token 401, another package 422)."
+            case .playNotificationsApplied: return "Stored Google Play notifications (pushes and voided purchases the poll found) applied."
+            case .playNotificationsDead: return "Stored Google Play notifications given up on (dead) by this process."
+            case .playAcknowledgementsDone: return "Google Play purchases Kakin acknowledged (or consumed) after crediting them."
+            case .playAcknowledgementsFailed: return "Google Play acknowledgements given up: still failing at Play's 3-day limit (Play refunds the purchase)."
+            case .playVoidedPolls: return "Runs of the Google Play voided purchases poll that read their window (one per app)."
+            case .playVoidedPollsFailed: return "Runs of the Google Play voided purchases poll that failed (retried at the next pass)."
+            case .playVoidedStored: return "Voided purchases the poll found and stored for the Play notification worker (not known before)."
             }
         }
     }
@@ -97,6 +115,9 @@ public final class Metrics: Sendable {
         public var nowMs: Int64 = 0
         public var database: DatabaseFigures?
         public var recentErrorsDropped: Int64 = 0
+        /// Google Play's stored notifications and acknowledgements by state (from the database).
+        public var playNotifications: [String: Int]?
+        public var playAcknowledgements: [String: Int]?
         public init() {}
     }
 
@@ -141,8 +162,8 @@ public final class Metrics: Sendable {
         }
     }
 
-    public func countAppStoreCall(endpoint: String, result: String) {
-        let key = CallKey(store: "appStore", endpoint: endpoint, result: result)
+    public func countStoreCall(store: String, endpoint: String, result: String) {
+        let key = CallKey(store: store, endpoint: endpoint, result: result)
         values.withLock { v in
             if v.storeCalls[key] != nil || v.storeCalls.count < Self.seriesPerFamilyMax { v.storeCalls[key, default: 0] += 1 }
         }
@@ -183,6 +204,15 @@ public final class Metrics: Sendable {
                 let age = d.oldestReceivedMs.map { max(0, sampled.nowMs - $0) / 1000 } ?? 0
                 out += "kakin_notification_inbox_oldest_age_seconds{state=\"\(d.state.rawValue)\"} \(age)\n"
             }
+        }
+
+        if let counts = sampled.playNotifications {
+            family("kakin_play_notifications", "gauge", "Stored Google Play notifications by state (pending: waiting or retrying).")
+            for state in ["pending", "applied", "ignored", "dead"] { out += "kakin_play_notifications{state=\"\(state)\"} \(counts[state] ?? 0)\n" }
+        }
+        if let counts = sampled.playAcknowledgements {
+            family("kakin_play_acknowledgements", "gauge", "Google Play acknowledgements Kakin owes or owed, by state (pending: not yet made).")
+            for state in ["pending", "done", "expired", "failed"] { out += "kakin_play_acknowledgements{state=\"\(state)\"} \(counts[state] ?? 0)\n" }
         }
 
         if let db = sampled.database {
