@@ -51,6 +51,10 @@ import Testing
         #expect(SearchQuery.targets(uuid).prefix(2) == [.appAccountToken(uuid.lowercased()), .notificationUUID(uuid.lowercased())])
         #expect(SearchQuery.targets("user-42") == [.customerId("user-42"), .purchaseProcessId("user-42")])
         #expect(SearchQuery.targets("retry/9f3") == [.purchaseProcessId("retry/9f3")])
+        // Google Play: an order ID (a renewal's too), a purchase token.
+        #expect(SearchQuery.targets("gpa.3383-1234-5678-91234..0").first == .playPurchase("GPA.3383-1234-5678-91234..0"))
+        let token = "mkyarrtptcxuyegwuwywmdiz.AO-J1OxDhI8sKhgDesVRwgM1AgYzB6kanqQS80u9HdQbpMAaWOsUKbtBBjyiCe9frI1IGtZEhhLmb5XHJHI"
+        #expect(SearchQuery.targets(token).first == .playPurchase(token))
         #expect(SearchQuery.targets("") == [])
         #expect(SearchQuery.targets(String(repeating: "x", count: 300)) == [])
     }

@@ -51,6 +51,12 @@ import Testing
                              "kakin_play_acknowledgements{state=\"pending\"} 0"] {
                 #expect(lines.contains(expected), "\(expected) missing")
             }
+            // The Developer API's calls, by endpoint (package, product and token are IDs).
+            let api = "/play-simulator/androidpublisher/v3/applications/{id}/purchases"
+            for call in ["GET \(api)/productsv2/tokens/{id}", "POST \(api)/products/{id}/tokens/{id}:consume", "GET \(api)/voidedpurchases"] {
+                #expect(lines.contains { $0.hasPrefix("kakin_store_api_requests_total{store=\"googlePlay\",endpoint=\"\(call)\",result=\"ok\"} ") },
+                        "\(call) not counted")
+            }
         }
     }
 
