@@ -82,4 +82,19 @@ import Testing
             #expect(page.contains("Google Play chain \(order)") && page.contains(renewal) && page.contains(token))
         }
     }
+
+    /// Play's paid coins are in the unused-balance report under their source; Play gives no price for a one-time product,
+    /// so they are counted unvalued (currency `XXX`, value 0) rather than left out.
+    @Test func playCoinsAreInTheUnusedBalanceReportUnderTheirSource() async throws {
+        try await SimulatedKakin.with { k in
+            _ = try await k.token("u1")
+            _ = try await Play.buy(k, "u1", "coins_500", extra: ["quantity": 2])
+            try await Play.waitUntil { try await Play.wallet(k, "u1") == WalletBalance(paid: 1000, free: 100) }
+            let report = await k.kakin("GET", "/v1/admin/reports/unused-balance?asOf=2026-01-02")
+            #expect(report.status == 200, "\(report.json)")
+            let play = (report.json["totals"]?.arrayValue ?? []).first { $0["source"] == "googlePlay" }
+            #expect(play?["unusedPaidCoins"] == 1000 && play?["customers"] == 1 && play?["currency"] == "XXX" && play?["value"] == 0,
+                    "\(report.json)")
+        }
+    }
 }
