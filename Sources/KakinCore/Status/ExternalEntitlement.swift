@@ -40,9 +40,11 @@ public struct ExternalEntitlement: Sendable, Hashable {
     public var willAutoRenew: Bool
     /// A refund in full took it back.
     public var revokedAtMs: Int64?
+    /// Google Play: the chain's newest purchase token (the one that entitles), shown in the status item.
+    public var purchaseToken: String?
 
     public init(source: String, id: String, productId: String, kind: ProductKind, latestId: String, purchasedAtMs: Int64,
-                expiresAtMs: Int64?, standing: Standing, willAutoRenew: Bool, revokedAtMs: Int64? = nil) {
+                expiresAtMs: Int64?, standing: Standing, willAutoRenew: Bool, revokedAtMs: Int64? = nil, purchaseToken: String? = nil) {
         precondition(source != "appStore" && !source.isEmpty, "an external entitlement names its provider")
         self.source = source
         self.id = id
@@ -54,13 +56,17 @@ public struct ExternalEntitlement: Sendable, Hashable {
         self.standing = standing
         self.willAutoRenew = willAutoRenew
         self.revokedAtMs = revokedAtMs
+        self.purchaseToken = purchaseToken
     }
 
     /// As stored beside the customer (`external_entitlements`).
     public var json: JSONValue {
-        ["source": .string(source), "id": .string(id), "productId": .string(productId), "kind": .string(kind.rawValue),
-         "latestId": .string(latestId), "purchasedAtMs": .int(purchasedAtMs), "expiresAtMs": .int(expiresAtMs),
-         "standing": .string(standing.rawValue), "willAutoRenew": .bool(willAutoRenew), "revokedAtMs": .int(revokedAtMs)]
+        var o: [String: JSONValue] = [
+            "source": .string(source), "id": .string(id), "productId": .string(productId), "kind": .string(kind.rawValue),
+            "latestId": .string(latestId), "purchasedAtMs": .int(purchasedAtMs), "expiresAtMs": .int(expiresAtMs),
+            "standing": .string(standing.rawValue), "willAutoRenew": .bool(willAutoRenew), "revokedAtMs": .int(revokedAtMs)]
+        if let purchaseToken { o["purchaseToken"] = .string(purchaseToken) }
+        return .object(o)
     }
 
     public init?(json: JSONValue) {
@@ -70,7 +76,7 @@ public struct ExternalEntitlement: Sendable, Hashable {
               let standing = json["standing"]?.stringValue.flatMap(Standing.init(rawValue:)) else { return nil }
         self.init(source: source, id: id, productId: productId, kind: kind, latestId: latestId, purchasedAtMs: purchasedAtMs,
                   expiresAtMs: json["expiresAtMs"]?.int64Value, standing: standing, willAutoRenew: json["willAutoRenew"]?.boolValue ?? false,
-                  revokedAtMs: json["revokedAtMs"]?.int64Value)
+                  revokedAtMs: json["revokedAtMs"]?.int64Value, purchaseToken: json["purchaseToken"]?.stringValue)
     }
 
     /// The state the status shows at `nowMs`: revoked after a full refund; served (`subscribed`, or `inGracePeriod`
@@ -108,6 +114,7 @@ public struct ExternalEntitlement: Sendable, Hashable {
             }
         }
         s.source = source
+        s.purchaseToken = purchaseToken
         return s
     }
 }

@@ -89,6 +89,8 @@ public struct SubscriptionStatus: Sendable, Hashable {
     public var commitment: StatusCommitment? = nil
     /// `appStore`, or the provider of a subscription bought outside the App Store (`ExternalEntitlement`).
     public var source: String = "appStore"
+    /// Google Play: the chain's newest purchase token (the contract's `purchaseToken`, only on Play's items).
+    public var purchaseToken: String? = nil
 
     public var json: JSONValue {
         var o: [String: JSONValue] = [
@@ -111,6 +113,7 @@ public struct SubscriptionStatus: Sendable, Hashable {
         ]
         // Only a subscription with a commitment carries the key (the contract's "Apple's 2026 additions").
         if let commitment { o["commitment"] = commitment.json }
+        if let purchaseToken { o["purchaseToken"] = .string(purchaseToken) }
         return .object(o)
     }
 }
