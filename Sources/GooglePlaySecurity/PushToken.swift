@@ -67,6 +67,8 @@ public protocol JSONWebKeySetSource: Sendable {
 /// (one set, at most `JSONWebKeySet.keysMax` keys) for `keySetMaxAgeMs`; a `kid` not in it refetches at most once per
 /// `refetchIntervalMsMin`, so forged `kid`s cannot make it hammer the certs URL. When a refetch fails the cached set is
 /// used while it is younger than `keySetStaleAgeMsMax`; with no usable set the answer is `keysUnavailable` (retryable).
+/// Pushes that need a fetch while one is in flight wait for it (Pub/Sub pushes concurrently: a cold cache must not
+/// refuse all but the first).
 public final class PushTokenVerifier: Sendable {
     public let policy: PushTokenPolicy
     let source: any JSONWebKeySetSource
@@ -78,6 +80,8 @@ public final class PushTokenVerifier: Sendable {
         var keys: JSONWebKeySet?
         var fetchedAtMs: Int64 = .min
         var lastAttemptMs: Int64 = .min
+        /// The fetch in flight, which concurrent verifications join.
+        var fetching: Task<JSONWebKeySet?, Never>?
     }
 
     private let cache = Mutex(Cache())
@@ -128,18 +132,28 @@ public final class PushTokenVerifier: Sendable {
 
     /// The key named `kid`: from the cached set while fresh, else after a fetch (see the type's rules).
     func key(_ kid: String, nowMs: Int64) async throws(PushTokenFailure) -> RSAPublicKey {
-        let (fresh, mayFetch) = cache.withLock { c in
-            (c.fetchedAtMs != .min && nowMs - c.fetchedAtMs < keySetMaxAgeMs ? c.keys : nil,
-             c.lastAttemptMs == .min || nowMs - c.lastAttemptMs >= refetchIntervalMsMin)
+        let source = source
+        let (fresh, fetch) = cache.withLock { c -> (JSONWebKeySet?, Task<JSONWebKeySet?, Never>?) in
+            let fresh = c.fetchedAtMs != .min && nowMs - c.fetchedAtMs < keySetMaxAgeMs ? c.keys : nil
+            if fresh?[kid] != nil { return (fresh, nil) }
+            if let running = c.fetching { return (fresh, running) }
+            guard c.lastAttemptMs == .min || nowMs - c.lastAttemptMs >= refetchIntervalMsMin else { return (fresh, nil) }
+            c.lastAttemptMs = nowMs
+            let started = Task { try? await source.fetchKeySet() }
+            c.fetching = started
+            return (fresh, started)
         }
         if let key = fresh?[kid] { return key }
-        if mayFetch {
-            cache.withLock { $0.lastAttemptMs = nowMs }
-            if let keys = try? await source.fetchKeySet() {
-                cache.withLock {
-                    $0.keys = keys
-                    $0.fetchedAtMs = nowMs
+        if let fetch {
+            let fetched = await fetch.value
+            cache.withLock { c in
+                if c.fetching == fetch { c.fetching = nil }
+                if let fetched, nowMs >= c.fetchedAtMs {
+                    c.keys = fetched
+                    c.fetchedAtMs = nowMs
                 }
+            }
+            if let keys = fetched {
                 guard let key = keys[kid] else { throw PushTokenFailure(.unknownKey) }
                 return key
             }

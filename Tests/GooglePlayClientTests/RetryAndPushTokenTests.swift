@@ -105,6 +105,14 @@ final class RecordingSleeper: RetrySleeper {
         let now = play.clock.nowMs()
         let claims = try await verifier.verify(authorization: push.authorization, nowMs: now)
         #expect(claims.email == email && claims.audience == receiver.url && claims.issuer == "https://accounts.google.com")
+        // Pushes arriving together on a cold cache share one fetch, and every one verifies.
+        let cold = CountingSource(HTTPKeySetSource(url: play.base + "/play-simulator/oauth2/v3/certs", transport: URLSessionTransport()))
+        let together = PushTokenVerifier(policy: PushTokenPolicy(audience: receiver.url, serviceAccountEmail: email), source: cold)
+        let verified = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 { group.addTask { (try? await together.verify(authorization: push.authorization, nowMs: now)) != nil } }
+            return await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(verified == 8 && cold.fetches.withLock { $0 } == 1)
 
         func refusal(_ verifier: PushTokenVerifier, _ token: String?, at ms: Int64) async -> PushTokenFailure.Reason? {
             do throws(PushTokenFailure) {

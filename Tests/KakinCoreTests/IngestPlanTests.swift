@@ -59,6 +59,25 @@ import Testing
         #expect(!plan.keepsCopy && plan.step == .revoked(owner: "u1", atMs: 4_000))
     }
 
+    @Test func aPlayRefundReadInTheSameMillisecondAsThePurchaseIsKeptAndRevokes() {
+        var refunded = fact(signed: 1_000)
+        refunded.store = .googlePlay
+        refunded.revocation = .init(atMs: 1_000, refund: .full)
+        // The stored read (no refund) ties in date and its text sorts after this one's: the tie alone would drop the refund.
+        let stored = IngestPlan.StoredCopy(signedAtMs: 1_000, raw: ["z": "z"], revocation: nil)
+        let read = IngestPlan.Read(stored: stored, linkOwner: "u1", tokenOwner: nil)
+        let plan = IngestPlan.decide(refunded, product: coins, options: notified, presenter: nil, policy: .keepFirstOwner, read: read)
+        #expect(plan.keepsCopy && plan.step == .revoked(owner: "u1", atMs: 1_000))
+        // Apple's refunds can be reversed: its copies follow the newest-copy rule alone.
+        var apple = refunded
+        apple.store = .appStore
+        #expect(!IngestPlan.decide(apple, product: coins, options: notified, presenter: nil, policy: .keepFirstOwner, read: read).keepsCopy)
+        // A refund already kept is not a new one.
+        let kept = IngestPlan.StoredCopy(signedAtMs: 1_000, raw: ["z": "z"], revocation: .init(atMs: 1_000, refund: .full))
+        #expect(!IngestPlan.decide(refunded, product: coins, options: notified, presenter: nil, policy: .keepFirstOwner,
+                                   read: .init(stored: kept, linkOwner: "u1", tokenOwner: nil)).keepsCopy)
+    }
+
     @Test func anotherCustomersChainIsRefusedOrKeptByThePathsOption() {
         let read = IngestPlan.Read(stored: nil, linkOwner: nil, tokenOwner: "u1")
         let refused = IngestPlan.decide(fact(token: "t1"), product: coins, options: presenting, presenter: "u2", policy: .keepFirstOwner, read: read)

@@ -104,7 +104,7 @@ import Testing
         }
         let expiry = Timestamp.parseRFC3339("2026-02-01T00:00:00Z")!
         func served(_ state: String, at ms: Int64) throws -> SubscriptionStatus {
-            let e = PlayPurchaseFacts.entitlement(try subscription(state: state), chainId: "GPA.1111-2222-3333-44444", purchaseToken: "token-1")!
+            let e = PlayPurchaseFacts.entitlement(try subscription(state: state), chainId: "GPA.1111-2222-3333-44444")!
             let status = StatusEngine.evaluate(CustomerHistory(external: [e]), catalog: catalog, nowMs: ms)
             return status.subscriptions[0]
         }

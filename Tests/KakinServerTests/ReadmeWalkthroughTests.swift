@@ -123,6 +123,33 @@ import Testing
         #expect(run.after.first?.contains(#""offer":{"id":"promo.6m.free","type":"promotional"}"#) == true, "\(run.after)")
     }
 
+    /// The main README's "Google Play beside the App Store": coins on Play and on the App Store, a Play subscription with
+    /// the free week, its renewal, grace, hold and recovery, an upgrade (a linked token) and Google's refunds, in local
+    /// mode; every line prints what the README says it printed (ids, tokens and times aside), and the status, events,
+    /// wallet, ledger and desk agree at each step.
+    @Test func thePlayWalkthroughAgreesAtEveryStep() async throws {
+        let heading = "## Google Play beside the App Store (curl)"
+        let block = try Self.block("README.md", after: heading, language: "sh")
+        let printed = try Self.block("README.md", after: heading, language: "text")
+        let run = try await Self.run(block, prologue: "kakin serve > serve.out 2> serve.err &")
+        defer { try? FileManager.default.removeItem(at: run.directory) }
+        #expect(run.status == 0, "\(run.output.suffix(2000))")
+        #expect(Self.shape(run.walkthrough) == Self.shape(printed), "printed:\n\(run.walkthrough)")
+        let lines = run.walkthrough.split(separator: "\n").map(String.init)
+        // Step 1: one wallet for both stores; the desk says the same.
+        #expect(lines.contains(#"{"error":"already_processed","grant":{"coins":{"free":50,"paid":500}}}"#), "\(lines)")
+        #expect(lines.contains("sees it new 1,100 coins · paid 1,000 · free 100"), "\(lines)")
+        // Step 4: grace served, hold not, recovered; the desk follows.
+        #expect(lines.contains { $0.hasPrefix(#"{"status":"active","wallet":1100,"premium":[{"source":"googlePlay","state":"inGracePeriod","#) })
+        #expect(lines.contains { $0.hasPrefix(#"{"status":"inactive","wallet":1100,"premium":[{"source":"googlePlay","state":"inBillingRetryPeriod","#) })
+        #expect(lines.contains("sees it inactive 1,100 coins · paid 1,000 · free 100"))
+        // Step 5: the upgrade's token entitles the one item; step 6: revoked, and the coins clawed back.
+        #expect(lines.contains { $0.hasPrefix(#"{"status":"active","wallet":1100,"premium":[{"source":"googlePlay","state":"subscribed","#)
+                                 && $0.hasSuffix(#""newestToken":true}]}"#) })
+        #expect(lines.contains { $0.hasPrefix(#"{"status":"inactive","wallet":550,"premium":[{"source":"googlePlay","state":"revoked","#) })
+        #expect(lines.last == "sees it inactive 550 coins · paid 500 · free 50", "\(lines.suffix(3))")
+    }
+
     /// The main README's "Local mode in two minutes", then the clock moved 10 more days (45 in all) and `kakin export`
     /// without `--until`: every transaction, ledger entry, event and customer of the database is in it. A purchase at
     /// the simulated now, one more day, and `kakin export --since` the first run's `until` adds exactly the new rows.

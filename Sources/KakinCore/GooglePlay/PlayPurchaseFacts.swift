@@ -97,9 +97,9 @@ public enum PlayPurchaseFacts {
     /// A subscription's entitlement, as the latest read of the chain's newest token says.
     /// - Parameters:
     ///   - chainId: the chain (`originalTransactionId` in the status: its first order without `..N`).
-    ///   - purchaseToken: the token read, the chain's newest (the status item's `purchaseToken`).
+    ///   - purchaseToken: the token read (the status item's `purchaseToken`).
     ///   - revocations: what Play took back, by order id (a refund in full of the latest order revokes it).
-    public static func entitlement(_ s: SubscriptionPurchaseV2, chainId: String, purchaseToken: String,
+    public static func entitlement(_ s: SubscriptionPurchaseV2, chainId: String, purchaseToken: String? = nil,
                                    revocations: [String: PurchaseFact.Revocation] = [:]) -> ExternalEntitlement? {
         guard let item = s.lineItems.max(by: { ($0.expiryTimeMs ?? 0) < ($1.expiryTimeMs ?? 0) }) else { return nil }
         let latest = item.latestSuccessfulOrderId ?? chainId

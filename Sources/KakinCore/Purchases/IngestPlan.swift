@@ -106,7 +106,8 @@ public struct IngestPlan: Sendable, Hashable {
         case unknownProduct
     }
 
-    /// Whether this fact's copy becomes the stored one (new, or newer than the stored one).
+    /// Whether this fact's copy becomes the stored one (new, newer than the stored one, or a final store's copy bringing
+    /// a refund the stored one lacks).
     public var keepsCopy: Bool
     public var ownership: Ownership.Decision
     /// The owner the stored copy is written for (nil: its chain's link, if any; an unknown product is never linked).
@@ -121,7 +122,12 @@ public struct IngestPlan: Sendable, Hashable {
     public static func decide(_ fact: PurchaseFact, product: Product?, options: IngestOptions, presenter: String?,
                               policy: TransferPolicy, read: Read) -> IngestPlan {
         precondition(options.owner == .currentOwner || presenter != nil, "a presenting path names its presenter")
-        let keepsCopy = read.stored.map { stored in
+        // A final refund (Play's) is kept even when its read ties with, or trails, the stored one: reads are dated by
+        // Kakin's clock, and a refund told in the same millisecond as the purchase's read must not be lost to the tie.
+        let bringsFinalRefund = fact.store.revocationsAreFinal && fact.revocation.map { new in
+            read.stored?.revocation.map { new.shareMilli(ofQuantity: fact.quantity) > $0.shareMilli(ofQuantity: fact.quantity) } ?? true
+        } == true
+        let keepsCopy = bringsFinalRefund || read.stored.map { stored in
             NewestCopy.isNewer(fact.signedAtMs, fact.raw, than: stored.signedAtMs, stored.raw ?? .null)
         } ?? true
         let ownership = Ownership.decide(presenter: options.owner == .presenter ? presenter : nil, linkOwner: read.linkOwner,

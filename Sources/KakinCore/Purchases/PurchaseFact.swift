@@ -10,6 +10,12 @@ public enum PurchaseStore: Sendable, Hashable {
     /// A source outside the stores (`stripe`, the generic source's provider name).
     case external(provider: String)
 
+    /// Whether a refund the store told is never taken back: Google Play's voided purchases are final (a read of the
+    /// purchase does not even say it was voided), while Apple reverses refunds (`REFUND_REVERSED`) and a provider may
+    /// too. A final store's copy that brings a refund the stored copy lacks is kept whatever the copies' dates
+    /// (`IngestPlan.decide`).
+    public var revocationsAreFinal: Bool { self == .googlePlay }
+
     /// The name kept with what the fact left (a ledger entry's `source`: nil for the App Store, as it always was).
     public var ledgerSource: String? {
         switch self {

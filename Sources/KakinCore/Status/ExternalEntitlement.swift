@@ -40,7 +40,7 @@ public struct ExternalEntitlement: Sendable, Hashable {
     public var willAutoRenew: Bool
     /// A refund in full took it back.
     public var revokedAtMs: Int64?
-    /// Google Play: the newest purchase token of the chain (the status item's `purchaseToken`); nil for other sources.
+    /// Google Play: the chain's newest purchase token (the one that entitles), shown in the status item.
     public var purchaseToken: String?
 
     public init(source: String, id: String, productId: String, kind: ProductKind, latestId: String, purchasedAtMs: Int64,

@@ -89,7 +89,7 @@ public struct SubscriptionStatus: Sendable, Hashable {
     public var commitment: StatusCommitment? = nil
     /// `appStore`, or the provider of a subscription bought outside the App Store (`ExternalEntitlement`).
     public var source: String = "appStore"
-    /// Google Play: the newest purchase token of the chain (only Play's items carry the key).
+    /// Google Play: the chain's newest purchase token (the contract's `purchaseToken`, only on Play's items).
     public var purchaseToken: String? = nil
 
     public var json: JSONValue {

@@ -17,7 +17,8 @@ import Synchronization
 ///   17 ITEMS_CHANGED, 18 CANCELLATION_SCHEDULED, 19 PRICE_CHANGE_UPDATED, 20 PENDING_PURCHASE_CANCELED,
 ///   22 PRICE_STEP_UP_CONSENT_UPDATED, 8 PRICE_CHANGE_CONFIRMED: no new order; the status (served or not, dates,
 ///   auto-renew) follows the re-read, with its events;
-/// - 12 REVOKED: as above (the subscription has ended); the refund itself comes with the VOIDED_PURCHASE notification;
+/// - 12 REVOKED: Play revokes only with a refund: the token's newest order is revoked at the notification's time (the
+///   entitlement ends as `revoked`, never `expired`), whichever of it and the VOIDED_PURCHASE that follows is applied first;
 /// - one-time 1 ONE_TIME_PRODUCT_PURCHASED: the order is applied for the owner its obfuscated account id names (stored
 ///   until the app presents it when nobody does); 2 ONE_TIME_PRODUCT_CANCELED: a pending purchase cancelled, nothing
 ///   was granted (the re-read keeps it);
@@ -154,23 +155,22 @@ public final class GooglePlayNotifications: Sendable {
         case .test, .other:
             try await store.finishPlayNotification(job.messageId, state: .ignored, error: nil)
             return false
-        case .subscription(_, let token):
+        case .subscription(let type, let token):
             try await purchases.applyNotification(packageName: notification.packageName, purchaseToken: token, kind: .subscription,
-                                                  productId: nil, voided: [], messageId: job.messageId)
+                                                  productId: nil, voided: [], revokedAtMs: type == .revoked ? notification.eventTimeMs : nil,
+                                                  messageId: job.messageId)
         case .oneTimeProduct(_, let token, let sku):
             try await purchases.applyNotification(packageName: notification.packageName, purchaseToken: token, kind: .product,
-                                                  productId: sku, voided: [], messageId: job.messageId)
+                                                  productId: sku, voided: [], revokedAtMs: nil, messageId: job.messageId)
         case .voidedPurchase(let token, let orderId, let productType, let refundType):
             var voided: [VoidedPurchase] = []
             // A refund in full names its order; a quantity-based partial one is read back from the units still refundable.
-            if refundType != 2, let orderId,
-               let v = try? VoidedPurchase(json: ["purchaseToken": .string(token), "orderId": .string(orderId),
-                                                  "voidedTimeMillis": .string(String(notification.eventTimeMs))]) {
+            if refundType != 2, let orderId, let v = VoidedPurchase.told(purchaseToken: token, orderId: orderId, atMs: notification.eventTimeMs) {
                 voided = [v]
             }
             try await purchases.applyNotification(packageName: notification.packageName, purchaseToken: token,
                                                   kind: productType == 1 ? .subscription : .product, productId: nil, voided: voided,
-                                                  messageId: job.messageId)
+                                                  revokedAtMs: nil, messageId: job.messageId)
         }
         return true
     }
@@ -178,9 +178,10 @@ public final class GooglePlayNotifications: Sendable {
 
 extension GooglePlayPurchases {
     /// Re-reads a token a notification named and applies it for whoever owns its chain (the `notification` path), marking
-    /// the notification applied in the same write.
+    /// the notification applied in the same write. `revokedAtMs`: a subscription's revocation (RTDN 12) voids the token's
+    /// newest order then.
     func applyNotification(packageName: String, purchaseToken: String, kind: PlayTokenRow.Kind, productId: String?,
-                           voided: [VoidedPurchase], messageId: String) async throws(KakinError) {
+                           voided: [VoidedPurchase], revokedAtMs: Int64?, messageId: String) async throws(KakinError) {
         let app = try connected(packageName)
         let known = try await store.playTokenRow(purchaseToken)
         var read: PlayRead
@@ -203,8 +204,20 @@ extension GooglePlayPurchases {
             throw KakinError(.unknownProduct, detail: "one-time Play notification without a product")
         }
         read.voided = voided
+        if let revokedAtMs, case .subscription(let s) = read.resource,
+           let order = s.lineItems.max(by: { ($0.expiryTimeMs ?? 0) < ($1.expiryTimeMs ?? 0) })?.latestSuccessfulOrderId,
+           let v = VoidedPurchase.told(purchaseToken: purchaseToken, orderId: order, atMs: revokedAtMs) {
+            read.voided.append(v)
+        }
         _ = try await ingest.applyPlay(read, product: product, path: .notification, presenter: nil, withStatus: false,
                                        context: IngestContext(playMessageId: messageId))
         worker.wake()
+    }
+}
+
+extension VoidedPurchase {
+    /// A refund in full a notification told: the order, voided at the notification's time.
+    static func told(purchaseToken: String, orderId: String, atMs: Int64) -> VoidedPurchase? {
+        try? VoidedPurchase(json: ["purchaseToken": .string(purchaseToken), "orderId": .string(orderId), "voidedTimeMillis": .string(String(atMs))])
     }
 }

@@ -77,13 +77,14 @@ extension Ingest {
     }
 
     /// What the status reads of a Play purchase: a subscription chain's entitlement from its newest token only (a token
-    /// another one replaced never sets it), a non-consumable's own; consumables are the wallet's.
+    /// another one replaced never sets it: a later token links it, or its read says a replacement cancelled it, read
+    /// before its successor arrived), a non-consumable's own; consumables are the wallet's.
     static func setPlayEntitlement(_ r: Records, _ read: PlayRead, product: Product, chainId: String,
                                    revocations: [String: PurchaseFact.Revocation], owner: String) throws {
         let entitlement: ExternalEntitlement?
         switch read.resource {
         case .subscription(let s):
-            guard try !r.playTokenIsReplaced(read.purchaseToken) else { return }
+            guard s.cancellation != .replacement, try !r.playTokenIsReplaced(read.purchaseToken) else { return }
             entitlement = PlayPurchaseFacts.entitlement(s, chainId: chainId, purchaseToken: read.purchaseToken, revocations: revocations)
         case .product:
             var facts = read.facts(linkedChainId: nil)

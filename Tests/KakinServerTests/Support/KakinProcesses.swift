@@ -54,18 +54,21 @@ final class KakinProcesses: @unchecked Sendable {
     }
 
     /// Starts `count` processes at the same moment (so their migrations race too) and waits until each answers.
-    static func start(_ count: Int, on schema: TestPostgres.Schema) async throws -> KakinProcesses {
+    /// - Parameters:
+    ///   - apps: more `apps[]` entries after the App Store app (a Google Play app), with the `files` they name.
+    static func start(_ count: Int, on schema: TestPostgres.Schema, apps: [JSONValue] = [], files: [String: [UInt8]] = [:]) async throws -> KakinProcesses {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-procs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let appStore = try TestAppStore(nowMs: Int64(Date().timeIntervalSince1970 * 1000))
         try Data(appStore.rootDER).write(to: directory.appendingPathComponent("ca.der"))
+        for (name, bytes) in files { try Data(bytes).write(to: directory.appendingPathComponent(name)) }
         let configJSON: JSONValue = [
             "listen": ["host": "127.0.0.1", "port": 0],
             "database": .string(schema.url),
             "trustedRoots": ["ca.der"],
-            "apps": [["bundleId": .string(TestAppStore.bundleId), "environments": ["Sandbox"], "products": [
+            "apps": .array([["bundleId": .string(TestAppStore.bundleId), "environments": ["Sandbox"], "products": [
                 ["productId": "coins.100", "type": "consumable", "coins": 100, "price": 120, "currency": "JPY"],
-            ]]],
+            ]]] + apps),
         ]
         let config = directory.appendingPathComponent("kakin.json")
         try Data(configJSON.serialized(pretty: true)).write(to: config)
@@ -151,10 +154,10 @@ final class KakinProcesses: @unchecked Sendable {
         return (status, (try? JSONParser.parse(bytes)) ?? .null)
     }
 
-    /// Runs `body` with `count` processes on a fresh schema, and always stops them.
-    static func with(_ count: Int, _ body: (KakinProcesses) async throws -> Void) async throws {
+    /// Runs `body` with `count` processes on a fresh schema (more `apps` as in `start`), and always stops them.
+    static func with(_ count: Int, apps: [JSONValue] = [], files: [String: [UInt8]] = [:], _ body: (KakinProcesses) async throws -> Void) async throws {
         try await TestPostgres.withSchema { schema in
-            let processes = try await start(count, on: schema)
+            let processes = try await start(count, on: schema, apps: apps, files: files)
             do {
                 try await body(processes)
             } catch {
