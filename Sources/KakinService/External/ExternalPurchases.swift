@@ -39,7 +39,7 @@ public struct StripeWebhookAnswer: Sendable, Hashable {
 /// credits coins exactly once (unique by `provider` + `externalId`, and by the provider's event id), refreshes the
 /// entitlement the status engine merges with the App Store's, and records the customer's events.
 public struct ExternalPurchases: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository
     let apps: [String: AppSettings]
     let walletPolicy: WalletPolicy
     let events: CustomerEvents

@@ -102,7 +102,7 @@ public struct IngestItem: Sendable {
 /// only by `IngestPath.options` and their row in the path table (extras, and whether events are told). Purchases outside
 /// the App Store move coins through the same ledger calls (`IngestLedger`).
 public struct Ingest: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository
     let verifier: SignedDataVerifier
     let catalogs: [String: Catalog]
     let walletPolicy: WalletPolicy

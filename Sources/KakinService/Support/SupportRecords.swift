@@ -5,9 +5,9 @@ import KakinStorage
 /// itself): its sign-in sessions and the recent errors its search finds by request ID; and the operator's record of
 /// the clock rows are stamped with (local mode's simulated clock, which `kakin export` takes its window from).
 public struct SupportRecords: Sendable {
-    let store: KakinStore
+    let store: any SupportRepository
 
-    public init(store: KakinStore) {
+    public init(store: any SupportRepository) {
         self.store = store
     }
 
