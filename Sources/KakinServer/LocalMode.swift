@@ -155,7 +155,7 @@ final class LocalMode: Sendable {
         let reading = StampClock(simulatedMs: simulator.clock.nowMs(), wallMs: SystemClock().nowMs(),
                                  rate: stopped ? 0 : simulator.clock.timeRate)
         do {
-            try await app.store.recordStampClock(reading)
+            try await app.services.supportRecords.recordStampClock(reading)
         } catch {
             logger.warning("the simulated clock was not recorded for kakin export", ["error.detail": .string(error.message)])
         }

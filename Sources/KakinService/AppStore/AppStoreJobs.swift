@@ -8,7 +8,7 @@ import KakinStorage
 /// call, claimed with a lease by one process at a time, retried with backoff, ended in the customer's timeline.
 /// One worker (`appStoreJobsWorker`) runs every kind; a restart resumes from the tables.
 public struct AppStoreJobs: Sendable {
-    let store: KakinStore
+    let store: any StoreJobRepository
     let access: AppStoreAccess
     let apps: [String: AppSettings]
     let metrics: Metrics

@@ -8,7 +8,7 @@ import KakinStorage
 /// customer's history (restore), a legacy receipt's purchases, missed notifications (Notification History), an
 /// order's transactions. Everything returned is verified before use.
 public struct AppStoreSync: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository & NotificationRepository & SupportRepository
     let access: AppStoreAccess
     let ingest: Ingest
     let inbox: NotificationInbox

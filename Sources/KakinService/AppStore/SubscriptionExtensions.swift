@@ -7,7 +7,7 @@ import KakinStorage
 /// every active subscriber of a product, and how far a mass extension got. `days` 1–90, `reason` Apple's code 0–3
 /// or its name. The request identifier is Apple's idempotency key: the same one answers the same and extends once.
 public struct SubscriptionExtensions: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository & SupportRepository
     let access: AppStoreAccess
     let ingest: Ingest
     let statusReads: CustomerStatusReads

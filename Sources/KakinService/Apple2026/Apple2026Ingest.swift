@@ -12,7 +12,7 @@ import KakinStorage
 ///   that app transaction (how a RESCIND_CONSENT finds its customer); a rescission that waited for it is placed now.
 /// And RESCIND_CONSENT itself, applied by the notification inbox (`applyRescindConsent`).
 public struct Apple2026Ingest: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository
     let verifier: SignedDataVerifier
     let apps: [String: AppSettings]
     let events: CustomerEvents

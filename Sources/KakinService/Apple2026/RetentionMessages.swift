@@ -10,7 +10,7 @@ import KakinStorage
 /// signing the promotional offer (V2 JWS, `transactionId` = the request's `originalTransactionId`) when one is chosen.
 /// Apple waits about 700 ms: the answer is one read and one signature; the timeline entry is written after.
 public struct RetentionMessages: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository
     let verifier: SignedDataVerifier
     let access: AppStoreAccess
     let apps: [String: AppSettings]

@@ -81,28 +81,7 @@ extension CustomerEvents {
             if facts[customerId] == nil, !customers.contains(customerId) { customers.append(customerId) }
             facts[customerId, default: []].append(draft)
         }
-        for change in changes {
-            switch change {
-            case .customerCreated(let c):
-                add(c, EventDraft(type: .customerCreated))
-            case .transferred(let otid, let from, let to):
-                for c in [from, to] {
-                    add(c, EventDraft(type: .customerTransferred, data: ["originalTransactionId": .string(otid), "from": .string(from), "to": .string(to)]))
-                }
-            case .purchaseApplied(let applied, let grant):
-                if case .coins(let paid, let free) = grant {
-                    add(applied.customerId, .coins(.coinsCredited, paid: paid, free: free, reference: applied.transactionId,
-                                                   ["reason": "purchase", "productId": .string(productId)]))
-                }
-            case .refundReconciled(let transactionId, let c, .refund(let paid, let free, let shortfall, _)):
-                add(c, .coins(.coinsClawedBack, paid: paid, free: free, reference: transactionId, ["shortfall": .int(shortfall)]))
-                add(c, EventDraft(type: .purchaseRefunded, data: ["transactionId": .string(transactionId), "productId": .string(productId)]))
-            case .refundReconciled(let transactionId, let c, .reverse(let paid, let free, _)):
-                add(c, .coins(.coinsCredited, paid: paid, free: free, reference: transactionId, ["reason": "refundReversed"]))
-            case .refundReconciled(_, _, .none), .renewalInfoStored, .transactionStored, .linked:
-                break
-            }
-        }
+        for (c, draft) in Self.drafts(changes, productId: productId) { add(c, draft) }
         var appended = 0
         var evaluated: EvaluatedCustomer?
         for c in customers {
@@ -112,5 +91,35 @@ extension CustomerEvents {
             if c == owner { evaluated = recorded.evaluated }
         }
         return (appended, evaluated)
+    }
+
+    /// The facts an ingest's changes tell, in order, each with the customer it is told to. A purchase outside the stores
+    /// names its `source` (the provider) in its coins' event.
+    static func drafts(_ changes: [IngestChange], productId: String?, source: String? = nil) -> [(customerId: String, draft: EventDraft)] {
+        var drafts: [(customerId: String, draft: EventDraft)] = []
+        for change in changes {
+            switch change {
+            case .customerCreated(let c):
+                drafts.append((c, EventDraft(type: .customerCreated)))
+            case .transferred(let otid, let from, let to):
+                for c in [from, to] {
+                    drafts.append((c, EventDraft(type: .customerTransferred, data: ["originalTransactionId": .string(otid), "from": .string(from), "to": .string(to)])))
+                }
+            case .purchaseApplied(let applied, let grant):
+                if case .coins(let paid, let free) = grant {
+                    var data: [String: JSONValue] = ["reason": "purchase", "productId": .string(productId)]
+                    if let source { data["source"] = .string(source) }
+                    drafts.append((applied.customerId, .coins(.coinsCredited, paid: paid, free: free, reference: applied.transactionId, data)))
+                }
+            case .refundReconciled(let transactionId, let c, .refund(let paid, let free, let shortfall, _)):
+                drafts.append((c, .coins(.coinsClawedBack, paid: paid, free: free, reference: transactionId, ["shortfall": .int(shortfall)])))
+                drafts.append((c, EventDraft(type: .purchaseRefunded, data: ["transactionId": .string(transactionId), "productId": .string(productId)])))
+            case .refundReconciled(let transactionId, let c, .reverse(let paid, let free, _)):
+                drafts.append((c, .coins(.coinsCredited, paid: paid, free: free, reference: transactionId, ["reason": "refundReversed"])))
+            case .refundReconciled(_, _, .none), .renewalInfoStored, .transactionStored, .linked:
+                break
+            }
+        }
+        return drafts
     }
 }

@@ -4,7 +4,7 @@ import KakinStorage
 
 /// What the events routes read: the feed, one customer's events, the webhook endpoints' counts and deliveries.
 public struct EventReads: Sendable {
-    let store: KakinStore
+    let store: any EventRepository
     let webhooks: WebhookDeliveryWorker
 
     /// `GET /v1/events`: every customer's events in commit order after `cursor`.
@@ -23,6 +23,6 @@ public struct EventReads: Sendable {
     }
 
     public func deliveries(endpointId: String, state: WebhookDeliveryState?, limit: Int) async throws(KakinError) -> [WebhookDeliveryRow] {
-        try await store.webhookDeliveries(endpointId: endpointId, state: state, limit: limit)
+        try await store.webhookDeliveries(endpointId: endpointId, state: state, limit: limit, before: nil)
     }
 }

@@ -15,7 +15,7 @@ import KakinStorage
 /// `GET /v1/admin/external-purchase-reports?state=failed`), 429/5xx/no answer → retried with backoff.
 /// Nothing is sent for an app without `externalPurchaseReporting.enabled` (tokens are still recorded).
 public final class ExternalPurchaseReporter: Sendable {
-    let store: KakinStore
+    let store: any StoreJobRepository
     let access: AppStoreAccess
     let apps: [String: AppSettings]
     /// The business clock (Apple's deadlines; the simulator's in local mode).
@@ -26,7 +26,7 @@ public final class ExternalPurchaseReporter: Sendable {
     /// The worker (woken when a token owes a report; polling for deadlines and retries).
     public let worker: BackgroundLoop
 
-    init(store: KakinStore, access: AppStoreAccess, apps: [String: AppSettings], clock: any Clock, metrics: Metrics, logger: Logger,
+    init(store: any StoreJobRepository, access: AppStoreAccess, apps: [String: AppSettings], clock: any Clock, metrics: Metrics, logger: Logger,
          events: CustomerEvents, worker: BackgroundLoop = BackgroundLoop(pollIntervalMs: 30_000)) {
         self.store = store
         self.access = access

@@ -39,7 +39,7 @@ public struct StripeWebhookAnswer: Sendable, Hashable {
 /// credits coins exactly once (unique by `provider` + `externalId`, and by the provider's event id), refreshes the
 /// entitlement the status engine merges with the App Store's, and records the customer's events.
 public struct ExternalPurchases: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository
     let apps: [String: AppSettings]
     let walletPolicy: WalletPolicy
     let events: CustomerEvents
@@ -98,7 +98,7 @@ public struct ExternalPurchases: Sendable {
                 return (existing, 409, 0)
             }
             try rules.attachToken(r, &row, named: input.externalPurchaseToken)
-            _ = try rules.apply(r, &row, product: product, facts: &facts)
+            try rules.apply(r, &row, product: product, facts: &facts)
             return (row, 201, try events.record(r, facts, bundleId: app.bundleId))
         }
         metrics.increment(outcome == 201 ? .purchasesApplied : .purchasesDuplicate)
@@ -199,7 +199,7 @@ public struct ExternalPurchases: Sendable {
             period.customerId = period.customerId ?? row.customerId
             period.productId = period.productId ?? row.productId
             guard period.customerId != nil, let product = rules.product(period.bundleId, period.productId) else { continue }
-            _ = try rules.apply(r, &period, product: product, facts: &facts)
+            try rules.apply(r, &period, product: product, facts: &facts)
             tokens = tokens || period.externalPurchaseId != nil
         }
         try rules.refreshSubscription(r, provider: o.provider, subscriptionId: o.subscriptionId, bundleId: row.bundleId, facts: &facts)
@@ -217,7 +217,7 @@ public struct ExternalPurchases: Sendable {
         if let pi = fact.paymentIntentId, pi != input.externalId { row.paymentRef = pi }
         guard try r.insertExternalPurchase(row) else { return }
         guard row.customerId != nil, let product = rules.product(bundleId, row.productId) else { return }
-        _ = try rules.apply(r, &row, product: product, facts: &facts)
+        try rules.apply(r, &row, product: product, facts: &facts)
         tokens = tokens || row.externalPurchaseId != nil
         if let sub = fact.subscriptionId {
             try rules.refreshSubscription(r, provider: input.provider, subscriptionId: sub, bundleId: bundleId, facts: &facts)

@@ -33,47 +33,36 @@ struct ExternalWrite: Sendable {
 
     // MARK: Purchases
 
-    /// Applies a stored purchase's effects for its customer: coins into the ledger (with `source`), or the entitlement
-    /// refreshed; its token joined. Returns the grant. The purchase's row must name its customer and product.
-    func apply(_ r: Records, _ row: inout ExternalPurchaseRow, product: Product, facts: inout ExternalFacts) throws -> PurchaseGrant {
+    /// Applies a stored purchase's effects for its customer through the one apply (`IngestWrite.apply` with
+    /// `ExternalCopies`: the customer, the claim, coins into the ledger with `source`, the timeline), then refreshes the
+    /// entitlement it belongs to; its token is joined by the claim. The purchase's row must name its customer.
+    func apply(_ r: Records, _ row: inout ExternalPurchaseRow, product: Product, facts: inout ExternalFacts) throws {
         guard let customerId = row.customerId else { preconditionFailure("a purchase is applied to its customer") }
         precondition(!row.applied, "a purchase is applied once")
-        if try r.ensureCustomer(customerId).created { facts.add(customerId, EventDraft(type: .customerCreated)) }
-        let fact = Self.fact(row, product: product)
-        let grant = PurchaseGrant.of(product, quantity: fact.quantity, originalTransactionId: fact.chainId,
-                                     purchaseDateMs: fact.purchasedAtMs, expiresAtMs: fact.expiresAtMs)
-        row.applied = true
-        row.grant = grant.json
-        row.productKind = product.kind.rawValue
-        try attachToken(r, &row)
-        try r.updateExternalPurchase(row)
-        switch grant {
-        case .coins(let paid, let free):
-            try IngestLedger.credit(r, fact, grant: grant, customerId: customerId, reference: row.externalId,
-                                    effectKey: Self.purchaseEffectKey(row),
-                                    detail: ["productId": .string(row.productId), "provider": .string(row.provider)])
-            facts.add(customerId, .coins(.coinsCredited, paid: paid, free: free, reference: row.externalId,
-                                         ["reason": "purchase", "productId": .string(row.productId), "source": .string(row.provider)]))
-        case .entitlement:
-            try refreshEntitlement(r, of: row, facts: &facts)
-        }
-        try r.recordTimeline(customerId: customerId, kind: "externalPurchase.applied", reference: row.externalId, detail: [
-            "provider": .string(row.provider), "productId": .string(row.productId), "price": .int(row.price), "currency": .string(row.currency),
-            "grant": grant.json, "externalPurchaseId": .string(row.externalPurchaseId),
-        ])
-        return grant
+        // The source names the customer: it presents the purchase, and no chain link is read or written.
+        let write = IngestWrite(options: IngestOptions(owner: .presenter, unknownProduct: .refuse, ownerConflict: .refuse, renewalInfo: .mustVerify),
+                                presenter: customerId, via: row.provider, purchaseProcessId: nil, walletPolicy: walletPolicy,
+                                transferPolicy: .keepFirstOwner, catalogs: [:])
+        var copies = ExternalCopies(row: row, product: product, rules: self)
+        let result = try write.apply(r, Self.fact(row, product: product), product: product, copies: &copies, changes: [])
+        row = copies.row
+        precondition(row.applied, "a purchase the source names is claimed for its customer")
+        for (c, draft) in CustomerEvents.drafts(result.changes, productId: row.productId, source: row.provider) { facts.add(c, draft) }
+        if row.grant["coins"] == nil { try refreshEntitlement(r, of: row, facts: &facts) }
     }
 
     static func purchaseEffectKey(_ row: ExternalPurchaseRow) -> String { "ext:purchase:\(row.provider):\(row.externalId)" }
 
     /// The external sources' adapter: a stored purchase → the store-neutral fact (a period of its subscription's chain,
-    /// or a chain of its own). Refunds stay in the row (`refunds`, the refunded total): `refund` reconciles them.
+    /// or a chain of its own). Refunds are not in the fact: they are amounts, reconciled by refunded total (`refund`, with
+    /// `ExternalRefundPlan`), and a period refunded before it could be applied is still applied (its entitlement carries
+    /// the refund, `refreshEntitlement`).
     static func fact(_ row: ExternalPurchaseRow, product: Product) -> PurchaseFact {
         PurchaseFact(store: .external(provider: row.provider), appId: row.bundleId, chainId: row.subscriptionId ?? row.externalId,
                      periodId: row.externalId, productId: product.productId, storeKind: nil, quantity: 1,
                      owner: PurchaseFact.OwnerHints(customerId: row.customerId), purchasedAtMs: row.purchasedAtMs, expiresAtMs: row.expiresAtMs,
                      priceMilli: milli(row.price, row.currency), currency: row.currency, offer: nil,
-                     revocation: fullRefundMs(row).map { PurchaseFact.Revocation(atMs: $0, refund: .full) }, signedAtMs: row.purchasedAtMs,
+                     revocation: nil, signedAtMs: row.purchasedAtMs,
                      raw: .null)
     }
 
@@ -232,4 +221,43 @@ struct ExternalWrite: Sendable {
 
     /// The paid coins a purchase credited (what a refund takes back in proportion).
     static func creditedPaid(_ row: ExternalPurchaseRow) -> Int64 { row.grant["coins"]?["paid"]?.int64Value ?? 0 }
+}
+
+/// The external sources' copies in the one apply: the purchase's own row (`external_purchases`, recorded once by
+/// `provider` + `externalId` before the apply: it is the copy, kept by the caller), no chain link (the source names the
+/// customer), the row marked applied as the claim (with its grant and its token joined), the ledger's
+/// `ext:purchase:<provider>:<externalId>` key.
+struct ExternalCopies: StoreCopies {
+    var row: ExternalPurchaseRow
+    let product: Product
+    let rules: ExternalWrite
+
+    var stored: IngestPlan.StoredCopy? { nil }
+
+    func linkOwner(_ r: Records, chainId: String) throws -> String? { nil }
+
+    func keep(_ r: Records, owner: String?) throws {}
+
+    func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool { false }
+
+    mutating func claim(_ r: Records, _ applied: AppliedPurchase, via: String, purchaseProcessId: String?) throws -> Bool {
+        precondition(!row.applied, "a purchase is applied once")
+        row.applied = true
+        row.grant = applied.grant
+        row.productKind = product.kind.rawValue
+        try rules.attachToken(r, &row)
+        try r.updateExternalPurchase(row)
+        return true
+    }
+
+    func applied(_ r: Records, periodId: String) throws -> AppliedPurchase? { nil }
+
+    func credit(_ fact: PurchaseFact, grant: PurchaseGrant, via: String, purchaseProcessId: String?) -> StoreCredit {
+        StoreCredit(effectKey: ExternalWrite.purchaseEffectKey(row),
+                    ledgerDetail: ["productId": .string(row.productId), "provider": .string(row.provider)],
+                    timelineKind: "externalPurchase.applied", timelineDetail: [
+                        "provider": .string(row.provider), "productId": .string(row.productId), "price": .int(row.price),
+                        "currency": .string(row.currency), "grant": grant.json, "externalPurchaseId": .string(row.externalPurchaseId),
+                    ])
+    }
 }

@@ -26,7 +26,7 @@ import Synchronization
 ///   the coins taken back under the wallet policy, an entitlement revoked;
 /// - test notification: recorded (`ignored`) and answered.
 public final class GooglePlayNotifications: Sendable {
-    let store: KakinStore
+    let store: any NotificationRepository & PurchaseRepository
     let purchases: GooglePlayPurchases
     let retryClock: any Clock
     let logger: Logger
@@ -44,8 +44,8 @@ public final class GooglePlayNotifications: Sendable {
     public static let bodyBytesMax = 64 * 1024
     static let leaseMs: Int64 = 60_000
 
-    init(store: KakinStore, purchases: GooglePlayPurchases, retryClock: any Clock, logger: Logger, metrics: Metrics, leaseOwner: String,
-         worker: BackgroundLoop, voidedPoll: BackgroundLoop = BackgroundLoop(pollIntervalMs: 60_000)) {
+    init(store: any NotificationRepository & PurchaseRepository, purchases: GooglePlayPurchases, retryClock: any Clock, logger: Logger,
+         metrics: Metrics, leaseOwner: String, worker: BackgroundLoop, voidedPoll: BackgroundLoop = BackgroundLoop(pollIntervalMs: 60_000)) {
         self.store = store
         self.purchases = purchases
         self.retryClock = retryClock

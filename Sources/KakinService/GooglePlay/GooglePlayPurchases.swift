@@ -57,7 +57,7 @@ public struct PlayPurchaseAnswer: Sendable {
 /// package, product, state and owner, applies it through the one apply (`Ingest.applyPlay`), and after the commit
 /// acknowledges (and consumes a consumable) as a durable job retried until Play's 3-day limit (`acknowledgeDue`).
 public final class GooglePlayPurchases: Sendable {
-    let store: KakinStore
+    let store: any StoreJobRepository & PurchaseRepository
     let ingest: Ingest
     let clock: any Clock
     let retryClock: any Clock
@@ -77,7 +77,8 @@ public final class GooglePlayPurchases: Sendable {
     static let leaseMs: Int64 = 60_000
     static let purchaseTokenLengthMax = 1_024
 
-    init(store: KakinStore, ingest: Ingest, clock: any Clock, retryClock: any Clock, logger: Logger, metrics: Metrics, worker: BackgroundLoop) {
+    init(store: any StoreJobRepository & PurchaseRepository, ingest: Ingest, clock: any Clock, retryClock: any Clock, logger: Logger,
+         metrics: Metrics, worker: BackgroundLoop) {
         self.store = store
         self.ingest = ingest
         self.clock = clock

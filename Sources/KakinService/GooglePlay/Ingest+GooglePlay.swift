@@ -11,7 +11,7 @@ extension Ingest {
                    context: IngestContext = IngestContext()) async throws(KakinError) -> IngestResult {
         let options = path.options
         precondition(options.owner == .currentOwner || presenter != nil, "path \(path) needs the presenting customer")
-        let write = IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, path: path,
+        let write = IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, via: path.via,
                                 purchaseProcessId: nil, walletPolicy: walletPolicy, transferPolicy: transferPolicy, catalogs: [:])
         let extras = IngestRegistry.row(store: PlayPurchaseFacts.source, path: path).extras
         let events = events
@@ -27,7 +27,8 @@ extension Ingest {
                 // resource) keeps the stored revocation, so a later state change cannot undo a refund.
                 if fact.revocation == nil { fact.revocation = copies.stored?.revocation }
                 revocations[fact.periodId] = fact.revocation
-                result = try write.apply(r, fact, product: product, copies: copies.with(fact), changes: result.changes)
+                var kept = copies.with(fact)
+                result = try write.apply(r, fact, product: product, copies: &kept, changes: result.changes)
             }
             let chainId = facts.first?.chainId ?? linkedChain ?? read.purchaseToken
             let owner = try result.owner ?? r.linkOwner(originalTransactionId: chainId)

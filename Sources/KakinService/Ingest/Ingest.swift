@@ -102,7 +102,7 @@ public struct IngestItem: Sendable {
 /// only by `IngestPath.options` and their row in the path table (extras, and whether events are told). Purchases outside
 /// the App Store move coins through the same ledger calls (`IngestLedger`).
 public struct Ingest: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository
     let verifier: SignedDataVerifier
     let catalogs: [String: Catalog]
     let walletPolicy: WalletPolicy
@@ -255,17 +255,18 @@ public struct Ingest: Sendable {
                 throw KakinError(.unknownProduct, "Product \(tx.productId) is not in this server's catalog.")
             }
         }
-        return IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, path: path,
+        return IngestWrite(options: options, presenter: options.owner == .presenter ? presenter : nil, via: path.via,
                            purchaseProcessId: purchaseProcessId, walletPolicy: walletPolicy, transferPolicy: transferPolicy, catalogs: catalogs)
     }
 }
 
-/// The one apply's write for one App Store fact: reads what the plan needs, asks the core (`IngestPlan`), carries the
+/// The one apply's write for one fact of any store: reads what the plan needs, asks the core (`IngestPlan`), carries the
 /// plan out. A body that may run again on PostgreSQL: it decides only from what it reads there.
 struct IngestWrite: Sendable {
     let options: IngestOptions
     let presenter: String?
-    let path: IngestPath
+    /// How the fact entered, recorded with a signed store's claim (`IngestPath.via`).
+    let via: String
     let purchaseProcessId: String?
     let walletPolicy: WalletPolicy
     let transferPolicy: TransferPolicy
@@ -285,14 +286,18 @@ struct IngestWrite: Sendable {
             return IngestResult(outcome: nil, owner: owner, changes: changes)
         }
         let fact = PurchaseFact(appStore: transaction.payload)
-        return try apply(r, fact, product: catalogs[fact.appId]?[fact.productId], copies: AppStoreCopies(r, transaction), changes: changes)
+        var copies = try AppStoreCopies(r, transaction)
+        return try apply(r, fact, product: catalogs[fact.appId]?[fact.productId], copies: &copies, changes: changes)
     }
 
     /// The one apply's sequence for one fact of any store: read what the plan needs, ask the core (`IngestPlan`), carry the
-    /// plan out with the store's copies (`StoreCopies`) and the store-neutral calls (link, claim, ledger, timeline).
-    func apply(_ r: Records, _ fact: PurchaseFact, product: Product?, copies: some StoreCopies, changes: [IngestChange]) throws -> IngestResult {
+    /// plan out with the store's copies (`StoreCopies`: keep, link, claim) and the store-neutral calls (customer, ledger,
+    /// timeline).
+    func apply(_ r: Records, _ fact: PurchaseFact, product: Product?, copies: inout some StoreCopies,
+               changes: [IngestChange]) throws -> IngestResult {
         var changes = changes
-        let (linkOwner, plan) = try decide(r, fact, product: product, stored: copies.stored)
+        let linkOwner = try copies.linkOwner(r, chainId: fact.chainId)
+        let plan = try decide(r, fact, product: product, stored: copies.stored, linkOwner: linkOwner)
         if plan.keepsCopy {
             try copies.keep(r, owner: plan.copyOwner)
             changes.append(.transactionStored(transactionId: fact.periodId))
@@ -321,19 +326,17 @@ struct IngestWrite: Sendable {
         if case .claim(_, let grant) = plan.step {
             // Claim at once: a claim that inserts nothing means it was applied before (by any path, process or thread).
             let applied = AppliedPurchase(transactionId: fact.periodId, customerId: owner, grant: grant.json, appliedAtMs: r.nowMs)
-            if try r.claimPurchase(applied, via: path.via, purchaseProcessId: purchaseProcessId) {
-                try IngestLedger.credit(r, fact, grant: grant, customerId: owner, reference: fact.periodId, effectKey: "purchase:\(fact.periodId)",
-                                        detail: Self.purchaseDetail(fact, via: path.via, purchaseProcessId: purchaseProcessId))
-                try r.recordTimeline(customerId: owner, kind: "purchase.applied", reference: fact.periodId, detail: [
-                    "productId": .string(fact.productId), "via": .string(path.via), "grant": grant.json,
-                    "purchaseProcessId": .string(purchaseProcessId),
-                ])
+            if try copies.claim(r, applied, via: via, purchaseProcessId: purchaseProcessId) {
+                let credit = copies.credit(fact, grant: grant, via: via, purchaseProcessId: purchaseProcessId)
+                try IngestLedger.credit(r, fact, grant: grant, customerId: owner, reference: fact.periodId, effectKey: credit.effectKey,
+                                        detail: credit.ledgerDetail)
+                try r.recordTimeline(customerId: owner, kind: credit.timelineKind, reference: fact.periodId, detail: credit.timelineDetail)
                 result.changes.append(.purchaseApplied(applied, grant))
                 result.outcome = .applied(applied)
                 return result
             }
         }
-        guard let existing = try r.appliedPurchase(fact.periodId) else {
+        guard let existing = try copies.applied(r, periodId: fact.periodId) else {
             guard case .revoked(_, let at) = plan.step else {
                 throw KakinError(.internalError, detail: "transaction \(fact.periodId) claimed but not found")
             }
@@ -350,15 +353,15 @@ struct IngestWrite: Sendable {
 
     /// What the write reads for one fact, and the core's plan over it; another customer's chain on a refusing path throws
     /// `belongs_to_another_customer`.
-    private func decide(_ r: Records, _ fact: PurchaseFact, product: Product?, stored: IngestPlan.StoredCopy?) throws -> (linkOwner: String?, plan: IngestPlan) {
-        let linkOwner = try r.linkOwner(originalTransactionId: fact.chainId)
+    private func decide(_ r: Records, _ fact: PurchaseFact, product: Product?, stored: IngestPlan.StoredCopy?,
+                        linkOwner: String?) throws -> IngestPlan {
         let read = IngestPlan.Read(stored: stored, linkOwner: linkOwner,
                                    tokenOwner: try fact.owner.accountToken.flatMap(r.customerOwning(appAccountToken:)))
         let plan = IngestPlan.decide(fact, product: product, options: options, presenter: presenter, policy: transferPolicy, read: read)
         if case .refuseOwnerConflict = plan.step {
             throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(fact.chainId) is linked to another customer")
         }
-        return (linkOwner, plan)
+        return plan
     }
 
     /// Whether `run` would change anything for `item` over what is stored now (`Ingest.wouldChange`): a newer signed copy
@@ -370,7 +373,8 @@ struct IngestWrite: Sendable {
         }
         guard let tx = item.transaction?.payload else { return false }
         let fact = PurchaseFact(appStore: tx)
-        let (linkOwner, plan) = try decide(r, fact, product: catalogs[fact.appId]?[fact.productId], stored: try r.storedCopy(of: tx)?.plan)
+        let linkOwner = try r.linkOwner(originalTransactionId: fact.chainId)
+        let plan = try decide(r, fact, product: catalogs[fact.appId]?[fact.productId], stored: try r.storedCopy(of: tx)?.plan, linkOwner: linkOwner)
         switch plan.step {
         case .refuseOwnerConflict, .keep:
             return plan.keepsCopy
@@ -388,15 +392,55 @@ struct IngestWrite: Sendable {
     }
 }
 
-/// What differs per store in the one apply's write: where the period's copy is kept and what moves with a chain's link
-/// (the App Store's signed transactions; Play's orders and tokens, `PlayCopies`). Everything else is store-neutral.
+/// What differs per store in the one apply's write: where the period's copy is kept, what moves with a chain's link, how
+/// a period is claimed once and what its credit is keyed by (the App Store's signed transactions; Play's orders and
+/// tokens, `PlayCopies`; a provider's purchase row, `ExternalCopies`). Everything else is store-neutral. The signed
+/// stores share the defaults below (`original_links`, `applied_transactions`, the ledger's `purchase:<period>` key).
 protocol StoreCopies {
     /// The period's copy stored before this write, as the plan needs it.
     var stored: IngestPlan.StoredCopy? { get }
+    /// The customer the fact's chain is linked to.
+    func linkOwner(_ r: Records, chainId: String) throws -> String?
     /// Keeps the fact's copy (the plan said it is the newest) for `owner`, or the chain's link.
     func keep(_ r: Records, owner: String?) throws
     /// Carries out the ownership decision for the chain; whether its link changed.
     func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool
+    /// Claims the period for its owner at once: false when it was applied before (by any path, process or thread).
+    mutating func claim(_ r: Records, _ applied: AppliedPurchase, via: String, purchaseProcessId: String?) throws -> Bool
+    /// The period as it was applied before, nil when it never was.
+    func applied(_ r: Records, periodId: String) throws -> AppliedPurchase?
+    /// What a claimed period's ledger credit and timeline entry say.
+    func credit(_ fact: PurchaseFact, grant: PurchaseGrant, via: String, purchaseProcessId: String?) -> StoreCredit
+}
+
+/// A claimed period's ledger credit (its effect key and detail) and its timeline entry.
+struct StoreCredit {
+    var effectKey: String
+    var ledgerDetail: JSONValue
+    var timelineKind: String
+    var timelineDetail: JSONValue
+}
+
+extension StoreCopies {
+    func linkOwner(_ r: Records, chainId: String) throws -> String? {
+        try r.linkOwner(originalTransactionId: chainId)
+    }
+
+    mutating func claim(_ r: Records, _ applied: AppliedPurchase, via: String, purchaseProcessId: String?) throws -> Bool {
+        try r.claimPurchase(applied, via: via, purchaseProcessId: purchaseProcessId)
+    }
+
+    func applied(_ r: Records, periodId: String) throws -> AppliedPurchase? {
+        try r.appliedPurchase(periodId)
+    }
+
+    func credit(_ fact: PurchaseFact, grant: PurchaseGrant, via: String, purchaseProcessId: String?) -> StoreCredit {
+        StoreCredit(effectKey: "purchase:\(fact.periodId)", ledgerDetail: IngestWrite.purchaseDetail(fact, via: via, purchaseProcessId: purchaseProcessId),
+                    timelineKind: "purchase.applied", timelineDetail: [
+                        "productId": .string(fact.productId), "via": .string(via), "grant": grant.json,
+                        "purchaseProcessId": .string(purchaseProcessId),
+                    ])
+    }
 }
 
 /// The App Store's copies: the newest signed transaction per transaction id, linked by original transaction.

@@ -33,7 +33,7 @@ extension MetricsSettings {
 /// and moves the cursor. A re-run, a crash between passes or two processes doing the same pass cannot count twice:
 /// the rollups are always the sum of the stored shares, and each share is what the facts say.
 public final class BusinessMetrics: Sendable {
-    public let store: KakinStore
+    public let store: any MetricsRepository
     public let settings: MetricsSettings
     let clock: any Clock
     let logger: Logger
@@ -42,7 +42,7 @@ public final class BusinessMetrics: Sendable {
     /// Events read per write.
     public static let eventsPerPass = 500
 
-    public init(store: KakinStore, settings: MetricsSettings, clock: any Clock, logger: Logger,
+    public init(store: any MetricsRepository, settings: MetricsSettings, clock: any Clock, logger: Logger,
                 worker: BackgroundLoop = BackgroundLoop(pollIntervalMs: 2_000)) {
         self.store = store
         self.settings = settings

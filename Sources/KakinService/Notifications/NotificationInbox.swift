@@ -7,7 +7,7 @@ import KakinStorage
 /// one ingest path. Apple retries only what we refuse, so a notification is acknowledged once it is on disk and
 /// Kakin retries its own processing failures; duplicates (same `notificationUUID`) are acknowledged and ignored.
 public struct NotificationInbox: Sendable {
-    let store: KakinStore
+    let store: any NotificationRepository
     let ingest: Ingest
     let metrics: Metrics
     let logger: Logger

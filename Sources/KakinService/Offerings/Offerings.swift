@@ -35,7 +35,7 @@ public final class Offerings: Sendable {
         }
     }
 
-    let store: KakinStore
+    let store: any Repository
     let settings: Settings
     /// Every app's catalog, for evaluating a customer's status when a rule compares it.
     let catalog: Catalog
@@ -50,7 +50,7 @@ public final class Offerings: Sendable {
         var config: OfferingsConfig
     }
 
-    init(store: KakinStore, settings: Settings, catalog: Catalog, clock: any Clock, events: CustomerEvents, metricsSettings: MetricsSettings) {
+    init(store: any Repository, settings: Settings, catalog: Catalog, clock: any Clock, events: CustomerEvents, metricsSettings: MetricsSettings) {
         self.store = store
         self.settings = settings
         self.catalog = catalog

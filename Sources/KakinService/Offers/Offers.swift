@@ -26,7 +26,7 @@ public struct OfferSignatureRequest: Sendable {
 /// signs: the legacy signature or the promotional offer V2 JWS; and the introductory-offer eligibility JWS with
 /// Kakin's own eligibility.
 public struct Offers: Sendable {
-    let store: KakinStore
+    let store: any SupportRepository
     let access: AppStoreAccess
     let statusReads: CustomerStatusReads
     let apps: [AppSettings]

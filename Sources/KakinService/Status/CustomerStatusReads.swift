@@ -32,7 +32,7 @@ public struct EvaluatedCustomer: Sendable {
 /// ingest, so no JWS is decoded), evaluated by the core's `StatusEngine` on the injected clock. A customer seen for
 /// the first time is created (the app needs its `appAccountToken` before it buys).
 public struct CustomerStatusReads: Sendable {
-    let store: KakinStore
+    let store: any PurchaseRepository
     let catalog: Catalog
     let clock: any Clock
     let events: CustomerEvents

@@ -5,7 +5,7 @@ import KakinStorage
 /// (transactions as first seen, notifications as received, ledger entries, recorded events — purchases applied,
 /// refunds, transfers, support actions — and errors answered), projected here for display.
 public struct CustomerTimeline: Sendable {
-    let store: KakinStore
+    let store: any SupportRepository
 
     /// One page, newest first.
     public func page(customerId: String, limit: Int, after cursor: TimelineCursor?) async throws(KakinError) -> TimelinePage {

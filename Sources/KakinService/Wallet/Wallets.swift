@@ -49,7 +49,7 @@ public struct GrantRequest: Sendable {
 /// replayed byte for byte), the ledger, a recipient's support, and the ledger check. The coin rules are the core's
 /// (`WalletRules`); each movement and its key commit together.
 public struct Wallets: Sendable {
-    let store: KakinStore
+    let store: any WalletRepository
     let spendOrder: SpendOrder
     let metrics: Metrics
     let logger: Logger
