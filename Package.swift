@@ -89,7 +89,8 @@ let package = Package(
         // clock and one seed, with faults injected and every invariant checked after every step.
         .target(name: "KakinSimulation", dependencies: [
             "KakinCore", "KakinService", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinEvents", "KakinAdmin", "KakinOfferings", "AppStoreSimulator",
-            "AppStoreClient", "AppStoreSecurity", "StoreAPITransport", "HTTPServer", .product(name: "KakinKit", package: "KakinKit"),
+            "AppStoreClient", "AppStoreSecurity", "GooglePlaySimulator", "GooglePlaySecurity", "StoreAPITransport", "HTTPServer",
+            .product(name: "KakinKit", package: "KakinKit"),
         ], exclude: ["README.md"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand", "KakinSimulation"], exclude: ["README.md"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity",
