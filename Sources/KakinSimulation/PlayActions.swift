@@ -21,20 +21,8 @@ extension World {
         case .playChangePlan:
             let mode = rng.pick(["WITH_TIME_PRORATION", "CHARGE_FULL_PRICE", "WITHOUT_PRORATION"])
             return await playSubscriptionAction(c, "changePlan", extra: ["basePlanId": .string(rng.pick(["monthly", "yearly"])), "replacementMode": .string(mode)])
-        case .playCancel:
-            return await playSubscriptionAction(c, "cancel")
-        case .playRestart:
-            return await playSubscriptionAction(c, "enableAutoRenew")
-        case .playFailBilling:
-            return await playSubscriptionAction(c, "failBilling")
-        case .playRecover:
-            return await playSubscriptionAction(c, "recover")
-        case .playPause:
-            return await playSubscriptionAction(c, "pause")
-        case .playResume:
-            return await playSubscriptionAction(c, "resume")
-        case .playRefundSubscription:
-            return await playSubscriptionAction(c, "refund")
+        case .playCancel, .playRestart, .playFailBilling, .playRecover, .playPause, .playResume, .playRefundSubscription:
+            return await playSubscriptionAction(c, Self.playSubscriptionActions[action] ?? "")
         case .playRefundCoins:
             let orders = (playModel.tokensOf[c.index] ?? []).compactMap { playModel.purchases[$0] }
                 .filter { !$0.subscription && $0.productId != "noads" && !playModel.isVoidedWhole($0.orderId, quantity: $0.quantity) }
@@ -50,6 +38,12 @@ extension World {
             return "not-a-play-action"
         }
     }
+
+    /// The Play simulator's subscription action each of these customer actions is.
+    static let playSubscriptionActions: [Action: String] = [
+        .playCancel: "cancel", .playRestart: "enableAutoRenew", .playFailBilling: "failBilling", .playRecover: "recover", .playPause: "pause",
+        .playResume: "resume", .playRefundSubscription: "refund",
+    ]
 
     /// A purchase through Play Billing, with the faults armed for it; the app then hands it to Kakin.
     func playBuy(_ c: SimCustomer, _ productId: String, basePlanId: String? = nil, offerId: String? = nil, quantity: Int = 1) async -> String {

@@ -352,7 +352,7 @@ struct KakinAppTests {
                 return
             }
             #expect(again.httpStatus == 409 && again.transactionID == order)
-            do {
+            do throws(KakinKitError) {
                 _ = try await backend.submitPlayPurchase(purchase, customerID: "u2")
                 Issue.record("another customer's hand-over was accepted")
             } catch {
