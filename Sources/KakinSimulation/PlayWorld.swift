@@ -231,8 +231,11 @@ extension World {
         return PlayAnswer(status: answer.status, json: try? JSONParser.parse(answer.body))
     }
 
+    /// A control call; what it left due at once (a cancelled subscription whose grace had run past its expiry) happens now,
+    /// so its RTDN is pushed now with a fresh token, not signed now and taken when the clock next moves.
     func playControl(_ method: String, _ path: String, _ body: JSONValue) async -> ControlAnswer {
         let answer = await play.handle(HTTPRequest(method: method, path: GooglePlaySimulator.mount + path, body: body.serialized()))
+        await play.advance(toMs: clock.nowMs())
         return ControlAnswer(status: answer.status, json: try? JSONParser.parse(answer.body))
     }
 

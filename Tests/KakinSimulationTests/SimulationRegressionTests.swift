@@ -65,4 +65,29 @@ import Testing
         #expect(after.allSatisfy { $0.unusedPaidCoins == 0 }, "\(after); ledger \(ledger); notifications \(counts)")
         await world.close()
     }
+
+    /// Seed 79309718296130 (200 customers, 90 days; shrunk to 73 days and 1,175 actions): a Play subscription cancelled in
+    /// its grace period is over at once, but the simulator applied its expiry at the next clock move, at the cancel's
+    /// instant: the push was signed then and taken hours later, and Kakin refused its expired token (401). The world now
+    /// lets Play apply what a control call left due before the clock moves on.
+    @Test func aPlaySubscriptionCancelledInGraceEndsAtOnceAndItsPushIsAccepted() async throws {
+        let world = try await World(SimulationOptions(seed: 99, customers: 4, days: 1, faults: [], printDays: false))
+        try await world.createCustomers()
+        let android = world.customers[3]
+        let bought = await world.playBuy(android, "premium", basePlanId: "monthly")
+        #expect(bought.contains(":credited") || bought.contains(":already"), "\(bought)")
+        _ = await world.playSubscriptionAction(android, "failBilling")
+        // As after every step: what the actions pushed is on its way.
+        try await world.collectNotifications()
+        try await world.deliverDue()
+        try await world.moveTime(toMs: world.clock.nowMs() + 32 * World.dayMs)
+        let cancel = await world.playSubscriptionAction(android, "cancel")
+        #expect(cancel.contains("SUBSCRIPTION_STATE_CANCELED"), "\(cancel)")
+        try await world.collectNotifications()
+        try await world.deliverDue()
+        try await world.moveTime(toMs: world.clock.nowMs() + 6 * 3_600_000)
+        let status = try await world.services.statusReads.status(android.id)
+        #expect(status.status.subscriptions.map(\.state) == [.expired])
+        await world.close()
+    }
 }

@@ -204,6 +204,8 @@ public final class GooglePlayPurchases: Sendable {
                 }
             }
         }
+        // A full batch: more may be due now (a burst of purchases), not at the next poll.
+        if jobs.count == limit { worker.wake() }
         return ended
     }
 
