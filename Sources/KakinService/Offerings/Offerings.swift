@@ -69,6 +69,25 @@ public final class Offerings: Sendable {
         return (config, Compiled(revision: revision, config: config))
     }
 
+    /// Inside the offerings read: the configuration, the experiment running on the placement and the customer's stored
+    /// variant in it. When the cached configuration runs one there, its revision and the enrollment are read in one
+    /// statement; only a moved revision (or another experiment after it) costs more.
+    func configuration(_ r: Records, cached: Compiled?, enrollmentOf customerId: String, on placementId: String) throws
+        -> (config: OfferingsConfig, compiled: Compiled?, experiment: Experiment?, storedVariant: String?) {
+        guard let cached, let guess = cached.config.runningExperiment(on: placementId, atMs: r.nowMs) else {
+            let (config, fresh) = try configuration(r, cached: cached)
+            let experiment = config.runningExperiment(on: placementId, atMs: r.nowMs)
+            return (config, fresh, experiment, try experiment.flatMap { try r.offerings.enrolledVariant(experimentId: $0.id, customerId: customerId) })
+        }
+        let (revision, stored) = try r.offerings.revision(andVariantOf: customerId, in: guess.id)
+        if cached.revision == revision { return (cached.config, nil, guess, stored) }
+        let config = Self.config(try r.offerings.objects())
+        let experiment = config.runningExperiment(on: placementId, atMs: r.nowMs)
+        let variant = experiment?.id == guess.id ? stored
+            : try experiment.flatMap { try r.offerings.enrolledVariant(experimentId: $0.id, customerId: customerId) }
+        return (config, Compiled(revision: revision, config: config), experiment, variant)
+    }
+
     static func config(_ objects: [OfferingsRecords.StoredObject]) -> OfferingsConfig {
         OfferingsConfig(stored: objects.compactMap { o in
             guard let kind = OfferingObjectKind(rawValue: o.kind), let body = try? JSONParser.parse(o.body) else { return nil }
@@ -100,13 +119,9 @@ public final class Offerings: Sendable {
         let cached = compiled.withLock { $0 }
         let catalog = catalog
         let (decision, fresh) = try await store.snapshot { [self] r -> (OfferingDecision, Compiled?) in
-            let (config, fresh) = try configuration(r, cached: cached)
+            let (config, fresh, experiment, stored) = try configuration(r, cached: cached, enrollmentOf: customerId, on: query.placement)
             let placement = try config.placement(query.placement)
-            var enrollment: OfferingsConfig.Enrollment?
-            if let experiment = config.runningExperiment(on: placement.id, atMs: r.nowMs) {
-                let stored = try r.offerings.enrolledVariant(experimentId: experiment.id, customerId: customerId)
-                enrollment = OfferingsConfig.enrollment(in: experiment, customerId: customerId, storedVariant: stored)
-            }
+            let enrollment = experiment.flatMap { OfferingsConfig.enrollment(in: $0, customerId: customerId, storedVariant: stored) }
             var context: TargetingContext?
             if enrollment == nil {
                 var c = TargetingContext(platform: query.platform, country: query.country, appVersion: query.appVersion)

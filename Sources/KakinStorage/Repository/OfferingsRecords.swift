@@ -130,6 +130,16 @@ public struct OfferingsRecords {
                         [.text(experimentId), .text(customerId)])?.string("variant_id")
     }
 
+    /// The revision and the variant the customer was enrolled in (if it was), in one statement: the offerings read's
+    /// only statement when the configuration this process holds is current.
+    public func revision(andVariantOf customerId: String, in experimentId: String) throws -> (revision: Int64, variant: String?) {
+        let row = try db.queryOne("""
+            SELECT (SELECT revision FROM offering_revision WHERE name = ?) AS revision,
+                   (SELECT variant_id FROM experiment_enrollments WHERE experiment_id = ? AND customer_id = ?) AS variant_id
+            """, [.text(Self.revisionName), .text(experimentId), .text(customerId)])
+        return (row?.int("revision") ?? 0, row?.string("variant_id"))
+    }
+
     /// Records the enrollment once: true when this write recorded it, false when it existed (another request's).
     public func enroll(experimentId: String, customerId: String, variantId: String, placementId: String) throws -> Bool {
         try db.execute("""
