@@ -41,6 +41,14 @@ import Testing
         #expect(throws: KakinError.self) { try ImportRow.parse(records[1], kind: .balances) }
     }
 
+    /// Fuzz finding (import target): a JSON line's `""` was kept as an empty field where a CSV's empty cell is absent.
+    @Test func aJSONLinesEmptyStringIsAnAbsentFieldAsAnEmptyCSVCellIs() throws {
+        let json = try parse("{\"customerId\": \"u1\", \"paid\": 10, \"free\": null, \"reference\": \"\", \"asOf\": \"2026-09-30\"}\n")
+        let csv = try parse("customerId,paid,free,reference,asOf\nu1,10,,,2026-09-30\n")
+        #expect(json.map(\.fields) == csv.map(\.fields))
+        #expect(json[0].fields["reference"] == nil)
+    }
+
     @Test func malformedFilesAreRefusedWithTheLine() {
         #expect(refusal("")?.contains("Line 1") == true)
         #expect(refusal("customerId,paid,free,reference,asOf\n")?.contains("no rows") == true)

@@ -40,7 +40,8 @@ public struct ImportRecord: Sendable, Hashable {
 
 public enum ImportFile {
     /// Reads a CSV file with a header row (`,` or, as RevenueCat writes it, `;` between fields; RFC 4180 quotes), or
-    /// JSON lines (one object per line, recognised by a first `{`). Blank lines are skipped.
+    /// JSON lines (one object per line, recognised by a first `{`). Blank lines are skipped; an empty cell, or a JSON
+    /// line's `null` or `""`, is an absent field.
     /// - Throws: `importFileInvalid` naming the line, for a file that is empty, not UTF-8, too large or malformed.
     public static func parse(_ bytes: [UInt8], kind: ImportKind) throws(KakinError) -> [ImportRecord] {
         ImportLimits.check()
@@ -77,6 +78,7 @@ public enum ImportFile {
             var fields: [String: String] = [:]
             for (key, v) in object {
                 switch v {
+                case .string(let s) where s.isEmpty: continue
                 case .string(let s): fields[key] = s
                 case .int(let n): fields[key] = String(n)
                 case .double(let d): fields[key] = String(d)
