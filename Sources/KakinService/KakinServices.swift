@@ -153,7 +153,7 @@ public final class KakinServices: Sendable {
                                               clock: clock, metrics: metrics, logger: logger)
         supportRecords = SupportRecords(store: store)
         timeline = CustomerTimeline(store: store)
-        let metricsSettings = MetricsSettings.from(apps: settings.apps, exchangeRates: settings.exchangeRates)
+        let metricsSettings = MetricsSettings.from(apps: settings.apps, googlePlayApps: settings.googlePlayApps, exchangeRates: settings.exchangeRates)
         businessMetrics = BusinessMetrics(store: store, settings: metricsSettings, clock: clock, logger: logger)
         // Google Play rows are rejected (`google_play_not_configured`) until Play's ingest gives the resolver here.
         imports = Imports(store: store, wallets: wallets, sync: appStoreSync, numbers: businessMetrics, googlePlay: nil, clock: retryClock,

@@ -101,6 +101,25 @@ extension Records {
                   SQLValue(customerId), .integer(deadlineMs), .integer(nextAttemptMs), .integer(nowMs)])
     }
 
+    /// A stored order (`play_orders` joined to its token's package and kind) as Play's adapter reads it, with the
+    /// revocation kept beside it; nil for a read that no longer decodes.
+    static func playOrder(_ r: SQLRow) -> PurchaseFact? {
+        guard let orderId = r.string("order_id"), let chainId = r.string("chain_id"), let packageName = r.string("package_name"),
+              let resource = r.string("resource").flatMap({ try? JSONParser.parse($0) }) else { return nil }
+        let readAtMs = r.int("read_at_ms") ?? 0
+        var fact: PurchaseFact?
+        if r.string("kind") == PlayTokenRow.Kind.subscription.rawValue {
+            fact = (try? SubscriptionPurchaseV2(json: resource)).flatMap { s in
+                PlayPurchaseFacts.subscription(s, packageName: packageName, linkedChainId: chainId, readAtMs: readAtMs).first { $0.periodId == orderId }
+            }
+        } else {
+            fact = (try? ProductPurchaseV2(json: resource)).flatMap { PlayPurchaseFacts.product($0, packageName: packageName, readAtMs: readAtMs) }
+        }
+        guard var fact, fact.periodId == orderId else { return nil }
+        fact.revocation = r.string("revocation").flatMap { try? JSONParser.parse($0) }.flatMap(revocation)
+        return fact
+    }
+
     static func json(_ r: PurchaseFact.Revocation) -> JSONValue {
         switch r.refund {
         case .full: return ["atMs": .int(r.atMs), "refund": "full"]
