@@ -6,13 +6,17 @@ import KakinTestPostgres
 import Testing
 @testable import KakinServer
 
-/// Google Play in the business numbers, in local mode against the Play simulator: a subscription with a free trial, two
-/// renewals and a refund of the second, counted under `source` "googlePlay" beside the App Store, figures by hand.
+/// Google Play in the business numbers, in local mode against the Play simulator: coins bought and a subscription with a
+/// free trial, two renewals and a refund of the second, each order at what `orders.get` says it charged, counted under
+/// `source` "googlePlay" beside the App Store; figures by hand.
 @Suite struct GooglePlayNumbersTests {
     typealias Play = GooglePlayPurchaseTests
 
     static func run(_ k: SimulatedKakin) async throws {
         let numbers = k.app.services.businessMetrics
+        // Jan 1 00:00Z: u2 buys 500 coins (4.99 USD).
+        let (coins, _) = try await Play.buy(k, "u2", "coins_500")
+        #expect([201, 409].contains(await Play.present(k, "u2", "coins_500", coins).status))
         // Jan 1 00:00Z: a week's free trial of the monthly plan (order GPA.x, 0), then ..0 from Jan 8 to Feb 8 (4.99 USD).
         let (token, order) = try await Play.buy(k, "u1", "premium", extra: ["basePlanId": "monthly", "offerId": "free-trial"])
         #expect([201, 409].contains(await Play.present(k, "u1", "premium", token).status))
@@ -22,14 +26,20 @@ import Testing
         let renewal = PlayPurchaseFacts.orderBase(order) + "..1"
         try await Play.play(k, "POST", "/v1/orders/\(renewal)/refund", [:])
         try await Play.waitUntil { try await k.status("u1")["status"] == "inactive" }
+        // The charge reads (the acknowledgement worker's pass after it): every order read once, then nothing is due.
+        _ = await k.app.services.googlePlay.readChargesDue(limit: 100)
+        #expect(await k.app.services.googlePlay.readChargesDue(limit: 100) == 0)
         try await numbers.catchUp()
 
-        // January (Asia/Tokyo days): ..0's 4.99 on Jan 8; MRR at Jan 31 is ..0's 499 over its 31 days as months
-        // (31 / 30.4375 = 1.01848): 499 / 1.01848 = 489.95 → 490. Proceeds (499 − 0) × (1 − 0.30) = 349.3 → 349.
+        // January (Asia/Tokyo days): the coins' 4.99 on Jan 1, ..0's 4.99 on Jan 8; MRR at Jan 31 is ..0's 499 over its
+        // 31 days as months (31 / 30.4375 = 1.01848): 499 / 1.01848 = 489.95 → 490. Proceeds (998 − 0) × (1 − 0.30)
+        // (the app's commission) = 698.6 → 699.
         let jan = try await numbers.overview(from: "2026-01-01", to: "2026-01-31", filter: MetricsFilter())
         #expect(jan.mrr == [Overview.Money(currency: "USD", amount: 490, bySource: ["googlePlay": 490])], "\(jan.mrr)")
-        #expect(jan.revenue.map(\.json) == [["currency": "USD", "gross": 499, "refunded": 0, "proceeds": 349,
-                                             "bySource": ["googlePlay": ["gross": 499, "refunded": 0, "proceeds": 349]]]], "\(jan.revenue.map(\.json))")
+        #expect(jan.revenue.map(\.json) == [["currency": "USD", "gross": 998, "refunded": 0, "proceeds": 699,
+                                             "bySource": ["googlePlay": ["gross": 998, "refunded": 0, "proceeds": 699]]]], "\(jan.revenue.map(\.json))")
+        let coinsOnly = try await numbers.overview(from: "2026-01-01", to: "2026-01-31", filter: MetricsFilter(productId: "coins_500"))
+        #expect(coinsOnly.revenue.first?.bySource == ["googlePlay": .init(gross: 499, refunded: 0, proceeds: 349)] && coinsOnly.mrr.isEmpty)
         #expect(jan.newSubscriptions == 1 && jan.trialsStarted == 1 && jan.trialsConverted == 1 && jan.activeSubscriptions == 1)
         // February: ..1's 4.99 on Feb 8, refunded Feb 10; nothing runs at the month's end (the refund ended it: churn).
         let feb = try await numbers.overview(from: "2026-02-01", to: "2026-02-28", filter: MetricsFilter(source: "googlePlay"))
@@ -43,7 +53,7 @@ import Testing
         let http = await k.app.handle(HTTPRequestFactory.get("/v1/admin/metrics/overview",
                                                              [("from", "2026-01-01"), ("to", "2026-03-31"), ("source", "googlePlay")]))
         let body = try JSONParser.parse(http.body)
-        #expect(http.status == 200 && body["revenue"]?.arrayValue?.first?["bySource"]?["googlePlay"] == ["gross": 998, "refunded": 499, "proceeds": 349],
+        #expect(http.status == 200 && body["revenue"]?.arrayValue?.first?["bySource"]?["googlePlay"] == ["gross": 1_497, "refunded": 499, "proceeds": 699],
                 "\(body.jsonString)")
         let series = try await numbers.series(name: "mrr", interval: .month, from: "2026-01-01", to: "2026-03-31", filter: MetricsFilter())
         #expect(series["points"]?.arrayValue?.map { $0["value"]?.arrayValue?.first?["bySource"] ?? .null } == [["googlePlay": 490], .null, .null],

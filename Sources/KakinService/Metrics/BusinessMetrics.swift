@@ -146,10 +146,14 @@ public final class BusinessMetrics: Sendable {
     /// Recomputes these customers' shares from their facts and moves the rollups by each difference, reading and writing
     /// in ONE write: for changes that told no event (an import without `--events`), which the worker would not see. The
     /// rollups of exactly the days those facts touch move.
-    public func recompute(customerIds: [String]) async throws(KakinError) {
+    /// `change` runs first in the same write (a fact stored without an event: a Play order's charge read after its apply).
+    public func recompute(customerIds: [String], after change: @escaping @Sendable (Records) throws -> Void = { _ in }) async throws(KakinError) {
         guard !customerIds.isEmpty else { return }
         let settings = settings
-        try await store.transaction { r in try Self.apply(try Self.shares(of: customerIds, r, settings: settings), r) }
+        try await store.transaction { r in
+            try change(r)
+            try Self.apply(try Self.shares(of: customerIds, r, settings: settings), r)
+        }
     }
 
     /// Each customer's share of the rollups, computed from its facts as `r` reads them (page by page).

@@ -86,7 +86,7 @@ extension Records {
         }
         for r in try db.query("""
             SELECT o.customer_id AS customer_id, o.order_id AS order_id, o.chain_id AS chain_id, o.read_at_ms AS read_at_ms,
-                o.resource AS resource, o.revocation AS revocation, t.package_name AS package_name, t.kind AS kind
+                o.resource AS resource, o.revocation AS revocation, o.charge AS charge, t.package_name AS package_name, t.kind AS kind
             FROM play_orders o JOIN play_tokens t ON t.purchase_token = o.purchase_token WHERE o.customer_id IN (\(list))
             """, ids) {
             guard let c = r.string("customer_id"), let order = Self.playOrder(r) else { continue }

@@ -81,6 +81,11 @@ extension Records {
                   .text(fact.raw.jsonString), SQLValue(fact.revocation.map { Self.json($0).jsonString })])
     }
 
+    /// Keeps what an order charged (`orders.get`'s `Order`), the price the numbers count it at.
+    public func setPlayOrderCharge(_ orderId: String, order: JSONValue) throws {
+        try db.execute("UPDATE play_orders SET charge = ? WHERE order_id = ?", [.text(order.jsonString), .text(orderId)])
+    }
+
     /// Links a Play chain (`link`), and moves its tokens and orders with it.
     @discardableResult
     public func linkPlayChain(_ decision: Ownership.Decision, chainId: String, linkedBefore linked: String?) throws -> Bool {
@@ -117,6 +122,11 @@ extension Records {
         }
         guard var fact, fact.periodId == orderId else { return nil }
         fact.revocation = r.string("revocation").flatMap { try? JSONParser.parse($0) }.flatMap(revocation)
+        // What the order charged, once the Orders API said it, over the plan's price.
+        if let charge = r.string("charge").flatMap({ try? JSONParser.parse($0) }).flatMap({ try? PlayOrder(json: $0) }) {
+            fact.priceMilli = charge.totalMilli
+            fact.currency = charge.currency
+        }
         return fact
     }
 
