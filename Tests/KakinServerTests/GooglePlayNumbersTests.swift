@@ -58,6 +58,23 @@ import Testing
         let series = try await numbers.series(name: "mrr", interval: .month, from: "2026-01-01", to: "2026-03-31", filter: MetricsFilter())
         #expect(series["points"]?.arrayValue?.map { $0["value"]?.arrayValue?.first?["bySource"] ?? .null } == [["googlePlay": 490], .null, .null],
                 "\(series.jsonString)")
+
+        // `kakin export`: each Play order is a `transactions` row under `source` googlePlay, at what it charged (milliunits).
+        let dir = k.directory.appendingPathComponent("export")
+        _ = try await Exporter.export(store: k.app.store, directory: dir.path, sinceMs: 0, untilMs: .max, format: .jsonl)
+        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("transactions-") })
+        let rows = try ExportTests.lines(dir, file).filter { $0["source"] == "googlePlay" }
+        let chain = PlayPurchaseFacts.orderBase(order)
+        func row(_ id: String) -> JSONValue? { rows.first { $0["transactionId"]?.stringValue == id } }
+        #expect(rows.count == 4, "\(rows)")
+        #expect(row(chain)?["price"] == 0 && row(chain)?["offerDiscountType"] == "FREE_TRIAL" && row(chain)?["transactionReason"] == "PURCHASE")
+        #expect(row(chain + "..0")?["price"] == 4_990 && row(chain + "..0")?["transactionReason"] == "RENEWAL"
+                && row(chain + "..0")?["originalTransactionId"]?.stringValue == chain && row(chain + "..0")?["customerId"] == "u1")
+        #expect(row(chain + "..1")?["price"] == 4_990 && row(chain + "..1")?["revocationDate"]?.stringValue == "2026-02-10T00:00:00Z",
+                "\(row(chain + "..1") ?? .null)")
+        let coinRow = rows.first { $0["productId"] == "coins_500" }
+        #expect(coinRow?["price"] == 4_990 && coinRow?["currency"] == "USD" && coinRow?["customerId"] == "u2" && coinRow?["quantity"] == 1
+                && coinRow?["bundleId"]?.stringValue == Play.package && coinRow?["revocationDate"] == .null, "\(coinRow ?? .null)")
         print("google play numbers: quarter revenue \(body["revenue"]?.jsonString ?? "-"); Jan MRR \(jan.mrr.first?.json.jsonString ?? "-")")
     }
 

@@ -83,7 +83,7 @@ extension Records {
 
     /// Keeps what an order charged (`orders.get`'s `Order`), the price the numbers count it at.
     public func setPlayOrderCharge(_ orderId: String, order: JSONValue) throws {
-        try db.execute("UPDATE play_orders SET charge = ? WHERE order_id = ?", [.text(order.jsonString), .text(orderId)])
+        try db.execute("UPDATE play_orders SET charge = ?, charge_read_ms = ? WHERE order_id = ?", [.text(order.jsonString), .integer(nowMs), .text(orderId)])
     }
 
     /// Links a Play chain (`link`), and moves its tokens and orders with it.
