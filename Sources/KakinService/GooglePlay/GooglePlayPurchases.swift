@@ -239,7 +239,7 @@ public final class GooglePlayPurchases: Sendable {
             do {
                 let charge = try await connected(order.packageName).client.order(orderId: order.orderId)
                 let orderId = order.orderId
-                try await numbers.recompute(customerIds: [order.customerId]) { r in try r.setPlayOrderCharge(orderId, order: charge.raw) }
+                try await numbers.recompute(customerIds: [order.customerId]) { r in try r.setPlayOrderCharge(orderId, order: charge) }
                 read += 1
             } catch {
                 logger.warning("could not read a Play order's charge", ["play.order": .string(order.orderId), "error": .string("\(error)")])

@@ -2,14 +2,19 @@ import KakinCore
 
 extension KakinStore {
     /// The columns `paidCoinMovement(_:)` reads: a ledger entry `l` that moved paid coins, with the app and
-    /// product of the transaction behind it (`t`).
+    /// product of the transaction behind it (`t`, a provider's purchase `x`, a Google Play order `o` of token `pt`, whose
+    /// price is what `orders.get` said it charged once read).
     static let paidCoinMovementSelect = """
         SELECT l.customer_id AS customer_id, l.seq AS seq, l.kind AS kind, l.paid_delta AS paid_delta, l.reference AS reference,
-               l.price_milli AS price_milli, l.currency AS currency, l.source AS source,
-               COALESCE(t.bundle_id, x.bundle_id) AS bundle_id, COALESCE(t.product_id, x.product_id) AS product_id
+               CASE WHEN l.price_milli IS NULL AND o.charge_total_milli IS NOT NULL THEN o.charge_total_milli ELSE l.price_milli END AS price_milli,
+               CASE WHEN l.price_milli IS NULL AND o.charge_total_milli IS NOT NULL THEN o.charge_currency ELSE l.currency END AS currency,
+               l.source AS source,
+               COALESCE(t.bundle_id, x.bundle_id, pt.package_name) AS bundle_id, COALESCE(t.product_id, x.product_id, pt.product_id) AS product_id
         FROM ledger_entries l
         LEFT JOIN transactions t ON t.transaction_id = l.reference AND l.kind IN ('purchase', 'refund', 'refundReversed') AND l.source IS NULL
         LEFT JOIN external_purchases x ON x.provider = l.source AND x.external_id = l.reference
+        LEFT JOIN play_orders o ON l.source = 'googlePlay' AND o.order_id = l.reference
+        LEFT JOIN play_tokens pt ON pt.purchase_token = o.purchase_token
         WHERE l.paid_delta <> 0
         """
 

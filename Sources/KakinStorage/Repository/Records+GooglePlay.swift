@@ -82,8 +82,10 @@ extension Records {
     }
 
     /// Keeps what an order charged (`orders.get`'s `Order`), the price the numbers count it at.
-    public func setPlayOrderCharge(_ orderId: String, order: JSONValue) throws {
-        try db.execute("UPDATE play_orders SET charge = ?, charge_read_ms = ? WHERE order_id = ?", [.text(order.jsonString), .integer(nowMs), .text(orderId)])
+    public func setPlayOrderCharge(_ orderId: String, order: PlayOrder) throws {
+        try db.execute("""
+            UPDATE play_orders SET charge = ?, charge_read_ms = ?, charge_total_milli = ?, charge_currency = ? WHERE order_id = ?
+            """, [.text(order.raw.jsonString), .integer(nowMs), .integer(order.totalMilli), .text(order.currency), .text(orderId)])
     }
 
     /// Links a Play chain (`link`), and moves its tokens and orders with it.
