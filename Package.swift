@@ -89,7 +89,8 @@ let package = Package(
         // clock and one seed, with faults injected and every invariant checked after every step.
         .target(name: "KakinSimulation", dependencies: [
             "KakinCore", "KakinService", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinEvents", "KakinAdmin", "KakinOfferings", "AppStoreSimulator",
-            "AppStoreClient", "AppStoreSecurity", "StoreAPITransport", "HTTPServer", .product(name: "KakinKit", package: "KakinKit"),
+            "AppStoreClient", "AppStoreSecurity", "GooglePlaySimulator", "GooglePlaySecurity", "StoreAPITransport", "HTTPServer",
+            .product(name: "KakinKit", package: "KakinKit"),
         ], exclude: ["README.md"]),
         .executableTarget(name: "kakin", dependencies: ["KakinServer", "KakinAppCommand", "KakinVerifyCommand", "KakinSimulation"], exclude: ["README.md"]),
         .executableTarget(name: "KakinBench", dependencies: ["KakinServer", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "AppStoreSecurity",
@@ -116,7 +117,7 @@ let package = Package(
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
         .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
                                                             "KakinTestPostgres", "HTTPServer", "KakinCrypto"]),
-        .testTarget(name: "KakinSimulationTests", dependencies: ["KakinSimulation", "KakinTestPostgres", "KakinCore", "KakinService", "KakinStorage"]),
+        .testTarget(name: "KakinSimulationTests", dependencies: ["KakinSimulation", "KakinTestPostgres", "KakinCore", "KakinService", "KakinStorage", "KakinAdmin"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinOfferings", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "KakinCrypto", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             "GooglePlaySimulator", "GooglePlaySecurity",
                                                             .product(name: "KakinKit", package: "KakinKit"),

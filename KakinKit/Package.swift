@@ -24,7 +24,8 @@ let package = Package(
         // Its sources are wrapped in `#if os(Linux)`, and its module name is not `StoreKit`: on Apple
         // platforms it is an empty module that can never shadow the real framework.
         .target(name: "StoreKitStandIn"),
-        // Kakin's App Store simulator (`/simulator/v1/…`) as a Store, with a device-side queue in a directory.
+        // Kakin's App Store simulator (`/simulator/v1/…`) and Google Play simulator (`/play-simulator/v1/…`) as Stores, with a
+        // device-side queue in a directory.
         .target(name: "KakinKitSimulator", dependencies: ["KakinKit"]),
 
         // The coordinator against in-memory fakes of the App Store and Kakin; on Linux also the StoreKit

@@ -10,7 +10,7 @@ import KakinCore
 /// A wrk run, the server CPU per answer and what the database did meanwhile (`KakinServerProcess.customerReads`).
 typealias MeasuredRun = (run: Wrk.Run, cpuPerRequest: Double, work: DatabaseWork)
 
-/// `kakin serve --config …`: the real release binary as a child process, logging to its own file.
+/// `kakin serve --config …` (or local mode): the real release binary as a child process, logging to its own file.
 /// It binds an ephemeral port (the config says 0); the port is read from its "kakin listening" log line.
 final class KakinServerProcess {
     static let startTimeoutSeconds = 30.0
@@ -26,9 +26,14 @@ final class KakinServerProcess {
     }
 
     static func start(kakin: URL, config: URL, log: URL) throws -> KakinServerProcess {
+        try start(kakin: kakin, arguments: ["serve", "--config", config.path], log: log)
+    }
+
+    /// `kakin ARGUMENTS…` (a `serve` that logs "kakin listening"), e.g. local mode: `serve --port 0 --database sqlite:…`.
+    static func start(kakin: URL, arguments: [String], log: URL) throws -> KakinServerProcess {
         let process = Process()
         process.executableURL = kakin
-        process.arguments = ["serve", "--config", config.path]
+        process.arguments = arguments
         let logHandle = try Subprocess.newFile(log)
         process.standardOutput = logHandle
         process.standardError = logHandle

@@ -11,6 +11,7 @@ let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOpti
     (.verify, VerifyBenchmark.run),
     (.units, UnitsBenchmark.run),
     (.purchases, PurchasesBenchmark.run),
+    (.play, PlayPurchasesBenchmark.run),
     (.grants, GrantsBenchmark.run),
     (.reads, ReadsBenchmark.run),
     (.history, StatusHistoryBenchmark.run),

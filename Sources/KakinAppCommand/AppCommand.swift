@@ -1,4 +1,5 @@
-// `kakin app`: a command-line app built on KakinKit with the App Store simulator as its store, so every
+// `kakin app`: a command-line app built on KakinKit with the App Store simulator (or, `--store googlePlay`, the Google
+// Play simulator) as its store, so every
 // seed flow (a purchase killed at any step, the retry at the next launch, the "still processing" refusal,
 // restore, the launch-time status) can be replayed in a terminal and scripted against local mode. One
 // `--state DIR` is one device: separate invocations are separate launches of the same app on it.
@@ -9,13 +10,14 @@ import KakinKitSimulator
 
 public enum AppCommand {
     static let usage = """
-        usage: kakin app --server URL --customer ID --state DIR [--token TOKEN] <command> [--json]
+        usage: kakin app --server URL --customer ID --state DIR [--token TOKEN] [--store appStore|googlePlay] <command> [--json]
 
           launch                 the launch sequence: listen to updates, retry unfinished transactions, status
-          buy PRODUCT [--offer ID] [--fail-at payment|send|finish]
+          buy PRODUCT [--offer ID] [--fail-at payment|send|finish|acknowledge]
                                  a purchase; --fail-at stops it at that step as if the app were killed
-                                 (payment: after paying, before Kakin is called; finish: after Kakin answered,
-                                 before finishing) or the network dropped (send: during the call to Kakin)
+                                 (payment: after paying, before Kakin is called; finish (App Store) or acknowledge
+                                 (Google Play): after Kakin answered, before the app is done with it) or the network
+                                 dropped (send: during the call to Kakin)
           unfinished             the device's unfinished transactions, one per line, or `none`
           restore                App Store sync, retries, then Kakin's restore from the App Store history
           status                 Kakin's status for the customer (new / active / inactive)
@@ -23,8 +25,11 @@ public enum AppCommand {
           offering PLACEMENT [--app-version V] [--country CC]
                                  what the placement's paywall shows (Kakin's rules or the experiment variant)
 
-        --server is Kakin in local mode (its simulator is under /simulator/); --state holds the device
-        (its unfinished transactions and Apple account) between invocations.
+        --server is Kakin in local mode (its simulators under /simulator/ and /play-simulator/); --state holds the
+        device (its unfinished transactions and account) between invocations.
+        --store googlePlay: an Android phone of the Play app --package (default dev.kakin.demo): buy PRODUCT[:BASEPLAN]
+        (premium:yearly; --offer free-trial) on the Play simulator, the purchase token handed to Kakin until it answers
+        201 or 409 (unfinished until then, sent again at launch); restore sends what the device holds, then the status.
         --token is the bearer token for a Kakin with auth configured: the customer's token (an HS256 JWT
         your auth server issues, sub = the customer ID) or a backend API key; default: the environment
         variable KAKIN_CUSTOMER_TOKEN (keeps it out of the process list). Without either, no Authorization.
@@ -37,8 +42,14 @@ public enum AppCommand {
     }
 
     enum FailPoint: String, CaseIterable {
-        case payment, send, finish
+        case payment, send, finish, acknowledge
     }
+
+    enum StoreName: String, CaseIterable {
+        case appStore, googlePlay
+    }
+
+    static let demoPlayPackage = "dev.kakin.demo"
 
     struct Options {
         var server: URL
@@ -53,6 +64,9 @@ public enum AppCommand {
         var appVersion: String?
         var country: String?
         var json = false
+        var store = StoreName.appStore
+        /// Google Play's package name (`--package`).
+        var packageName = demoPlayPackage
         /// Bearer token for Kakin's customer routes (`--token`, else `KAKIN_CUSTOMER_TOKEN`).
         var token: String?
     }
@@ -84,7 +98,7 @@ public enum AppCommand {
         var json = false
         var positionals: [String] = []
         var i = 0
-        let valued: Set<String> = ["server", "customer", "state", "offer", "fail-at", "token", "app-version", "country"]
+        let valued: Set<String> = ["server", "customer", "state", "offer", "fail-at", "token", "app-version", "country", "store", "package"]
         while i < arguments.count {
             let a = arguments[i]
             i += 1
@@ -134,12 +148,23 @@ public enum AppCommand {
             }
             options.token = token
         }
+        if let store = values["store"] {
+            guard let name = StoreName(rawValue: store) else { throw UsageError(message: "--store must be appStore or googlePlay") }
+            options.store = name
+        }
+        if let package = values["package"] {
+            guard options.store == .googlePlay, (1...255).contains(package.count) else { throw UsageError(message: "--package NAME goes with --store googlePlay") }
+            options.packageName = package
+        }
         if command == .buy {
             guard positionals.count == 2 else { throw UsageError(message: "buy takes one PRODUCT") }
             options.product = positionals[1]
             options.offer = values["offer"]
             if let f = values["fail-at"] {
-                guard let point = FailPoint(rawValue: f) else { throw UsageError(message: "--fail-at must be payment, send or finish") }
+                let last: FailPoint = options.store == .googlePlay ? .acknowledge : .finish
+                guard let point = FailPoint(rawValue: f), [.payment, .send, last].contains(point) else {
+                    throw UsageError(message: "--fail-at must be payment, send or \(last.rawValue)")
+                }
                 options.failAt = point
             }
         } else if command == .offering {
@@ -175,12 +200,19 @@ struct AppSession {
     func run() async -> Int32 {
         let token = options.token
         let backend = URLSessionBackend(baseURL: options.server, customerToken: token.map { t in { @Sendable _ in t } })
+        let sending: any Backend = options.failAt == .send ? DroppingBackend(inner: backend) : backend
         let coordinator: PurchaseCoordinator
         do {
-            let store = try await device(backend)
-            coordinator = PurchaseCoordinator(customerID: options.customer, store: faulty(store),
-                                              backend: options.failAt == .send ? DroppingBackend(inner: backend) : backend,
-                                              options: .init(retry: Self.retryPolicy))
+            let store: any Store, kakin: any Backend
+            switch options.store {
+            case .appStore:
+                store = try await device(backend)
+                kakin = sending
+            case .googlePlay:
+                store = try await playDevice(backend)
+                kakin = PlayPurchaseBackend(inner: sending, packageName: options.packageName)
+            }
+            coordinator = PurchaseCoordinator(customerID: options.customer, store: faulty(store), backend: kakin, options: .init(retry: Self.retryPolicy))
         } catch {
             return out.failure(error)
         }
@@ -222,14 +254,26 @@ struct AppSession {
         // The CLI reads updates once per launch; a long interval keeps it from polling while it runs.
         let store = try SimulatedStore(simulator: options.server, stateDirectory: options.state, pollInterval: .seconds(3600))
         if await store.account != nil { return store }
+        return try SimulatedStore(simulator: options.server, stateDirectory: options.state, account: try await account(backend), pollInterval: .seconds(3600))
+    }
+
+    /// An Android phone on `--state`: its purchases name the customer's `appAccountToken` as `obfuscatedAccountId`.
+    func playDevice(_ backend: URLSessionBackend) async throws(KakinKitError) -> SimulatedPlayStore {
+        let store = try SimulatedPlayStore(simulator: options.server, stateDirectory: options.state)
+        if await store.account != nil { return store }
+        return try SimulatedPlayStore(simulator: options.server, stateDirectory: options.state, account: try await account(backend))
+    }
+
+    /// The customer's `appAccountToken`, asked of Kakin once per device.
+    func account(_ backend: URLSessionBackend) async throws(KakinKitError) -> UUID {
         let status = try await backend.customer(options.customer)
         guard let token = status.appAccountToken.flatMap(UUID.init(uuidString:)) else {
             throw KakinKitError(.invalidServerResponse, message: "Kakin sent no appAccountToken for \(options.customer).")
         }
-        return try SimulatedStore(simulator: options.server, stateDirectory: options.state, account: token, pollInterval: .seconds(3600))
+        return token
     }
 
-    func faulty(_ store: SimulatedStore) -> any Store {
+    func faulty(_ store: any Store) -> any Store {
         guard let point = options.failAt, point != .send else { return store }
         let out = self.out
         return StoppingStore(inner: store, point: point) { point, transaction in
@@ -270,7 +314,7 @@ struct StoppingStore: Store {
     }
 
     func finish(_ transaction: StoreTransaction) async {
-        if point == .finish { stop(point, transaction) }
+        if point == .finish || point == .acknowledge { stop(point, transaction) }
         await inner.finish(transaction)
     }
 }
@@ -281,6 +325,10 @@ struct DroppingBackend: Backend {
 
     func submit(_ transaction: StoreTransaction, customerID: String, processID: String) async throws(KakinKitError) -> SubmitResult {
         throw KakinKitError(.networkUnavailable, message: "The network dropped during the call to Kakin (--fail-at send); the purchase stays unfinished.")
+    }
+
+    func submitPlayPurchase(_ purchase: PlayPurchase, customerID: String) async throws(KakinKitError) -> SubmitResult {
+        throw KakinKitError(.networkUnavailable, message: "The network dropped during the call to Kakin (--fail-at send); the purchase stays unacknowledged.")
     }
 
     func customer(_ customerID: String) async throws(KakinKitError) -> CustomerStatus { try await inner.customer(customerID) }

@@ -67,7 +67,7 @@ struct Output: Sendable {
     }
 
     func stopped(at point: AppCommand.FailPoint, _ t: StoreTransaction) {
-        let when = point == .payment ? "after payment, before Kakin was called" : "after Kakin answered, before finish"
+        let when = point == .payment ? "after payment, before Kakin was called" : "after Kakin answered, before \(point == .acknowledge ? "the app was done" : "finish")"
         emit(["stopped \(when) (--fail-at \(point.rawValue)): transaction \(t.id) (\(t.productID)) stays unfinished on this device"],
              ["result": "stopped", "at": point.rawValue, "productId": t.productID, "transactionId": t.id])
     }

@@ -35,21 +35,13 @@ extension LocalMode {
                                        push: push)
     }
 
-    /// The contract's demo Play app as Kakin knows it: the same coin amounts and `premium` group as the App Store demo.
-    static let demoPlayCatalog = Catalog([
-        Product(productId: "coins_500", kind: .consumable, coins: 500, bonusCoins: 50),
-        Product(productId: "coins_1200", kind: .consumable, coins: 1200, bonusCoins: 200),
-        Product(productId: "noads", kind: .nonConsumable),
-        Product(productId: "premium", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1)),
-    ])
-
     /// The demo Play app's settings, its Developer API at the simulator on `port` (the service account is the simulator's,
     /// its `token_uri` the simulator's token endpoint).
     func demoPlayApp(port: Int) throws -> GooglePlayAppSettings {
         let root = "http://127.0.0.1:\(port)\(GooglePlaySimulator.mount)/"
         let account = try GoogleServiceAccount(fileBytes: playSimulator.serviceAccountFile(tokenURI: root + "token"))
         let push = playSimulator.pushSettings
-        return GooglePlayAppSettings(packageName: playSimulator.configuration.packageName, catalog: Self.demoPlayCatalog,
+        return GooglePlayAppSettings(packageName: playSimulator.configuration.packageName, catalog: PlaySimulatorConfiguration.demoKakinCatalog,
                                      serviceAccount: account, apiRoot: root,
                                      rtdn: .init(audience: "http://127.0.0.1:\(port)\(Self.googlePlayPushPath)",
                                                  serviceAccountEmail: push.serviceAccountEmail, certsURL: root + "oauth2/v3/certs"))
@@ -78,10 +70,4 @@ struct PlaySimulatorFollower: SimulatedTimeFollower {
     let play: GooglePlaySimulator
     func nextEventMs() -> Int64? { play.nextEventMs() }
     func advance(toMs targetMs: Int64) async { await play.advance(toMs: targetMs) }
-}
-
-/// The Play simulator's push-token keys, handed over in-process (what its `/oauth2/v3/certs` serves).
-struct InProcessPlayKeys: JSONWebKeySetSource {
-    let play: GooglePlaySimulator
-    func fetchKeySet() async throws(PushTokenFailure) -> JSONWebKeySet { play.pushKeySet }
 }

@@ -143,7 +143,7 @@ final class LocalMode: Sendable {
             var connected = try demoPlayApp(port: runtime.port)
             connected.catalog = play.catalog
             try app.services.googlePlay.connect(connected)
-            app.services.googlePlayNotifications.accept(connected, keys: InProcessPlayKeys(play: playSimulator))
+            app.services.googlePlayNotifications.accept(connected, keys: PlaySimulatorKeySet(play: playSimulator))
         }
         await recordStampClock()
     }

@@ -10,8 +10,12 @@ extension World {
     enum Action: String, CaseIterable {
         case coins, doubleTap, spend, tip, spendReplay, subscribe, subscribeWithOffer, changePlan, cancel, resubscribe,
              applyOffer, failBilling, recoverBilling, refundCoins, reverseRefund, refundSubscription, noAds, seasonPass, familyShare,
-             revokeFamilySharing, restoreOnNewDevice, transferAttempt, relaunch, wallet
+             revokeFamilySharing, restoreOnNewDevice, transferAttempt, relaunch, wallet,
+             // An Android customer's (`PlayActions.swift`).
+             playCoins, playSubscribe, playChangePlan, playCancel, playRestart, playFailBilling, playRecover, playPause, playResume,
+             playRefundCoins, playRefundSubscription, playNoAds, playRelaunch
 
+        /// How often an iPhone customer does it (never a Play action).
         var weight: Int {
             switch self {
             case .coins: return 30
@@ -38,24 +42,49 @@ extension World {
             case .transferAttempt: return 2
             case .relaunch: return 5
             case .wallet: return 4
+            case .playCoins, .playSubscribe, .playChangePlan, .playCancel, .playRestart, .playFailBilling, .playRecover, .playPause, .playResume,
+                 .playRefundCoins, .playRefundSubscription, .playNoAds, .playRelaunch: return 0
+            }
+        }
+
+        /// How often an Android customer does it: Play's purchases and the wallet's store-neutral spends.
+        var playWeight: Int {
+            switch self {
+            case .spend, .tip, .spendReplay, .wallet: return weight
+            case .playCoins: return 30
+            case .playSubscribe: return 10
+            case .playChangePlan: return 4
+            case .playCancel: return 5
+            case .playRestart: return 3
+            case .playFailBilling: return 4
+            case .playRecover: return 3
+            case .playPause: return 3
+            case .playResume: return 2
+            case .playRefundCoins: return 4
+            case .playRefundSubscription: return 2
+            case .playNoAds: return 3
+            case .playRelaunch: return 5
+            default: return 0
             }
         }
 
         static let totalWeight = allCases.reduce(0) { $0 + $1.weight }
+        static let playTotalWeight = allCases.reduce(0) { $0 + $1.playWeight }
     }
 
-    func chooseAction() -> Action {
-        var r = rng.below(Action.totalWeight)
+    func chooseAction(play: Bool) -> Action {
+        var r = rng.below(play ? Action.playTotalWeight : Action.totalWeight)
         for a in Action.allCases {
-            if r < a.weight { return a }
-            r -= a.weight
+            let w = play ? a.playWeight : a.weight
+            if r < w { return a }
+            r -= w
         }
         return .coins
     }
 
     func act(_ c: SimCustomer) async throws {
         await crashMaybe()
-        let action = chooseAction()
+        let action = chooseAction(play: c.isPlay)
         model.state.withLock { _ = $0.touched.insert(c.index) }
         let full = diskFullMaybe()
         defer { database.full.store(false, ordering: .relaxed) }
@@ -63,6 +92,7 @@ extension World {
         let outcome = await perform(action, c)
         profile(action.rawValue, since: started)
         trace("step \(step) t \(clock.nowMs()) \(c.id) \(action.rawValue)\(full ? " disk-full" : "") -> \(outcome)")
+        await stepPlayWorkers()
         try await collectNotifications()
     }
 
@@ -176,6 +206,9 @@ extension World {
             } catch {
                 return "wallet-failed \(error.code)"
             }
+        case .playCoins, .playSubscribe, .playChangePlan, .playCancel, .playRestart, .playFailBilling, .playRecover, .playPause, .playResume,
+             .playRefundCoins, .playRefundSubscription, .playNoAds, .playRelaunch:
+            return await performPlay(action, c)
         }
     }
 

@@ -8,18 +8,24 @@ import KakinStorage
 import StoreAPITransport
 import Synchronization
 
-/// Kakin's App Store Server API client talking to the simulator in the same process: the request is handed to the
-/// simulator's router (`AppStoreSimulator.handle`) instead of a socket. Same paths, same bearer JWT check.
-struct SimulatorTransport: HTTPTransport {
-    let simulator: AppStoreSimulator
+/// A store's API client talking to its simulator in the same process: the request is handed to the simulator's router
+/// (`AppStoreSimulator.handle`, `GooglePlaySimulator.handle`) instead of a socket. Same paths, same bearer checks.
+/// `refuse` answers in the store's place when it says so (the world's Play API faults).
+struct InProcessTransport: HTTPTransport {
+    var refuse: @Sendable (_ path: String) -> HTTPResponse? = { _ in nil }
+    let handle: @Sendable (HTTPRequest) async -> HTTPResponse
 
     func send(_ request: HTTPClientRequest, responseBytesMax: Int) async throws(HTTPTransportError) -> HTTPClientResponse {
         guard let components = URLComponents(string: request.url) else { throw .connectionFailed(reason: "bad URL") }
         let items = (components.queryItems ?? []).map { (name: $0.name, value: $0.value ?? "") }
         var headers = HTTPHeaders()
         for h in request.headers { headers.add(h.name, h.value) }
-        let answer = await simulator.handle(HTTPRequest(method: request.method, path: components.path, queryItems: items, headers: headers,
-                                                        body: request.body ?? []))
+        let answer: HTTPResponse
+        if let refused = refuse(components.path) {
+            answer = refused
+        } else {
+            answer = await handle(HTTPRequest(method: request.method, path: components.path, queryItems: items, headers: headers, body: request.body ?? []))
+        }
         var out: [String: String] = [:]
         for field in answer.headers { out[field.name] = field.value }
         return HTTPClientResponse(status: answer.status, headers: out, body: answer.body)
@@ -96,3 +102,7 @@ final class WorldWebhookReceiver: WebhookSender {
     func takeAcknowledged() -> [Received] { state.withLock { s in defer { s.acknowledged = [] }; return s.acknowledged } }
 }
 
+/// The Developer API client's waits between retries, in a world whose time is simulated: none.
+struct NoWait: RetrySleeper {
+    func sleep(ms: Int64) async throws(CancellationError) {}
+}

@@ -120,12 +120,14 @@ extension World {
                 }
                 summary.append("\(otid):\(state):\(product)")
             }
+            if c.isPlay { summary += try await checkPlay(c, ledger: l, status: evaluated.status.subscriptions) }
             // No unfinished transaction outlives the retry window.
             if let oldest = await c.device.oldestUnfinished(), now - oldest.sinceMs > Self.unfinishedWindowMs {
                 throw fail("unfinished-within-window", "\(c.id): transaction \(oldest.id) unfinished since \(Timestamp.rfc3339(oldest.sinceMs))")
             }
             trace("evening \(c.id) wallet \(l.balance.paid)/\(l.balance.free) entries \(l.entries.count) subs \(summary.joined(separator: " ")) unfinished \(await c.device.unfinishedCount)")
         }
+        try await checkPlayAcknowledgements()
         dirtyToday = []
         let day = Int((dayStart - startMs) / Self.dayMs)
         if day % 7 == 6 || day == options.days - 1 { try await checkUnusedBalance() }
@@ -136,16 +138,23 @@ extension World {
     func checkUnusedBalance() async throws {
         let asOf = String(Timestamp.rfc3339(clock.nowMs() - Self.dayMs).prefix(10))
         guard let cutoff = ReportingDay.endMs(of: asOf, timeZone: "UTC") else { return }
-        let report = try await desk.unusedBalance(asOf: asOf)
+        var reportedBy: [String: Int64] = [:]
+        let report = try await desk.unusedBalance(asOf: asOf) { reportedBy[$0.customerId, default: 0] += $0.unusedPaidCoins }
         let reported = report.totals.reduce(Int64(0)) { $0 + $1.unusedPaidCoins }
         var expected: Int64 = 0
+        var differing: [String] = []
         for c in customers {
             let l = try await ledger(of: c)
             // Debt (a refund of coins already spent) holds no unused coins.
-            expected += max(0, l.entries.first { $0.atMs < cutoff }?.balanceAfter.paid ?? 0)
+            let held = max(0, l.entries.first { $0.atMs < cutoff }?.balanceAfter.paid ?? 0)
+            expected += held
+            if held != reportedBy[c.id] ?? 0, differing.count < 3 {
+                let recent = l.entries.prefix(6).map { "\($0.kind) \($0.reference) \($0.paid) \($0.source ?? "-") \(Timestamp.rfc3339($0.atMs))" }
+                differing.append("\(c.id) reported \(reportedBy[c.id] ?? 0), ledger \(held): \(recent.joined(separator: ", "))")
+            }
         }
         guard reported == expected else {
-            throw fail("unused-balance-report", "report as of \(asOf): \(reported) unused paid coins; the customers' ledgers hold \(expected)")
+            throw fail("unused-balance-report", "report as of \(asOf): \(reported) unused paid coins; the customers' ledgers hold \(expected) (\(differing.joined(separator: "; ")))")
         }
         trace("unused-balance \(asOf) \(reported)")
     }

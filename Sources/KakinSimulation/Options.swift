@@ -23,12 +23,18 @@ public struct FaultSet: OptionSet, Sendable, Hashable {
     public static let disk = FaultSet(rawValue: 1 << 7)
     /// The customer's webhook receiver fails or times out a share of deliveries.
     public static let webhook = FaultSet(rawValue: 1 << 8)
+    /// Google Play's Developer API fails a call or two (503): Kakin answers 503 and the app retries; reads and
+    /// acknowledgements are retried by Kakin.
+    public static let playAPI = FaultSet(rawValue: 1 << 9)
+    /// Kakin's acknowledgement of a Play purchase never gets through (as when Kakin is down past 3 days): Play refunds
+    /// it (`voidedReason` 8) and Kakin takes the coins back.
+    public static let ack = FaultSet(rawValue: 1 << 10)
 
-    public static let all: FaultSet = [.drop, .duplicate, .reorder, .delay, .kill, .network, .crash, .disk, .webhook]
+    public static let all: FaultSet = [.drop, .duplicate, .reorder, .delay, .kill, .network, .crash, .disk, .webhook, .playAPI, .ack]
 
     public static let names: [(String, FaultSet)] = [
         ("drop", .drop), ("duplicate", .duplicate), ("reorder", .reorder), ("delay", .delay), ("kill", .kill),
-        ("network", .network), ("crash", .crash), ("disk", .disk), ("webhook", .webhook),
+        ("network", .network), ("crash", .crash), ("disk", .disk), ("webhook", .webhook), ("playapi", .playAPI), ("ack", .ack),
     ]
 
     /// `none`, `all`, or names separated by commas.

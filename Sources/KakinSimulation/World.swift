@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreSecurity
 import AppStoreSimulator
 import Foundation
+import GooglePlaySimulator
 import HTTPServer
 import KakinAdmin
 import KakinCore
@@ -63,6 +64,8 @@ final class SimCustomer {
     var device: DeviceStore
     var app: PurchaseCoordinator
     var spends = 0
+    /// An Android phone: buys on Google Play (every fourth customer); the others buy on the App Store.
+    var isPlay: Bool { index % 4 == 3 }
 
     init(index: Int, id: String, token: String, device: DeviceStore, app: PurchaseCoordinator) {
         self.index = index
@@ -81,6 +84,16 @@ public final class World {
     let options: SimulationOptions
     var rng: SplitMix64
     let simulator: AppStoreSimulator
+    /// Google Play, on the same clock: its RTDNs go to `playPushes`, the world delivers them (`PlayWorld.swift`).
+    let play: GooglePlaySimulator
+    let playPushes = PlayPushCollector()
+    let playFaults = PlayAPIFaults()
+    /// What Play sold and voided, as the world saw it (its side of the Play invariants).
+    var playModel = PlayWorldModel()
+    /// RTDNs on their way to Kakin.
+    var playInFlight: [PlayPush] = []
+    /// The world's own Developer API access token (reads of Play's truth) and when it is renewed.
+    var playBearer: (token: String, renewAtMs: Int64)?
     /// The last App Store notification taken (the simulator runs without a sink: the world takes and delivers them).
     var lastNotificationSeq: Int64 = 0
     let clock: SimulatedClock
@@ -129,6 +142,8 @@ public final class World {
         clock = SimulatedClock(startMs: startMs)
         simulator = try AppStoreSimulator(configuration: SimulatorConfiguration(gracePeriodDays: 16, seed: options.seed), clock: clock, sink: nil,
                                           wall: clock)
+        play = try GooglePlaySimulator(configuration: .demo(seed: options.seed), clock: clock, wall: clock,
+                                       push: .init(sink: playPushes, audience: Self.playPushAudience))
         receiver = WorldWebhookReceiver(seed: options.seed, failRate: options.faults.contains(.webhook) ? 0.2 : 0)
         let inner: any SQLDatabase
         if let url = options.databaseURL {
@@ -144,7 +159,8 @@ public final class World {
             inner = try SQLiteDatabase(path: dbPath!, options: .init(durable: false))
         }
         database = FaultyDatabase(inner)
-        let services = try await Self.makeServices(database: database, ids: ids, clock: clock, simulator: simulator, receiver: receiver)
+        let services = try await Self.makeServices(database: database, ids: ids, clock: clock, simulator: simulator, play: play, playFaults: playFaults,
+                                                    receiver: receiver)
         kakin = KakinHandle(services)
         desk = Self.makeDesk(services)
     }
@@ -164,7 +180,7 @@ public final class World {
     }
 
     static func makeServices(database: any SQLDatabase, ids: SeededIDGenerator, clock: SimulatedClock, simulator: AppStoreSimulator,
-                             receiver: WorldWebhookReceiver) async throws -> KakinServices {
+                             play: GooglePlaySimulator, playFaults: PlayAPIFaults, receiver: WorldWebhookReceiver) async throws -> KakinServices {
         let store = KakinStore(database: database, ids: ids, clock: clock)
         try await store.migrate()
         let app = appSettings()
@@ -173,20 +189,27 @@ public final class World {
                                               clock: { clock.nowMs() })
         let endpoint = WebhookEndpoint(id: "backend", url: "https://backend.simulated.invalid/kakin", secrets: [Array("simulated-secret".utf8)])
         var webhookOptions = WebhookDeliveryWorker.Options()
-        let settings = KakinServices.Settings(apps: [app], events: EventsSettings(webhooks: [endpoint]), webhookOptions: webhookOptions)
+        let playApp = try playAppSettings(play)
+        let settings = KakinServices.Settings(apps: [app], events: EventsSettings(webhooks: [endpoint]), webhookOptions: webhookOptions,
+                                              googlePlayApps: [playApp])
         let services = KakinServices(store: store, verifier: verifier, settings: settings, clock: clock, retryClock: clock,
                                      logger: Logger(minimum: .error), webhookSender: receiver)
         let key = simulator.apiKey
         try services.connectAppStoreServerAPI(
             AppStoreServerAPISettings(issuerId: key.issuerId, keyId: key.keyId, privateKeyPEM: key.privateKeyPEM, baseURL: "http://simulator.invalid/simulator"),
-            transport: SimulatorTransport(simulator: simulator))
+            transport: InProcessTransport { await simulator.handle($0) })
+        try services.googlePlay.connect(playApp, transport: InProcessTransport(refuse: { playFaults.refusal($0) }) { await play.handle($0) },
+                                        sleeper: NoWait())
+        services.googlePlayNotifications.accept(playApp, keys: PlaySimulatorKeySet(play: play))
         try await services.webhooks.prepare()
         return services
     }
 
     static func makeDesk(_ services: KakinServices) -> SupportDesk {
         SupportDesk(services: services, settings: SupportDesk.Settings(adminKeyHashes: nil, listensOnLoopback: true,
-                                                                       apps: [.init(bundleId: Catalog.demoBundleId, reportingTimeZone: "UTC", catalog: .demo)]),
+                                                                       apps: [.init(bundleId: Catalog.demoBundleId, reportingTimeZone: "UTC", catalog: .demo),
+                                                                              .init(bundleId: "dev.kakin.demo", reportingTimeZone: "UTC",
+                                                                                    catalog: PlaySimulatorConfiguration.demoKakinCatalog)]),
                     logError: { _, _ in })
     }
 
@@ -339,16 +362,35 @@ public final class World {
 
     // MARK: Time and notifications
 
-    /// Moves the App Store's clock (renewals, retries, expirations happen on the way) and delivers what is due.
+    /// Moves both stores' clock (renewals, retries, expirations happen on the way) and delivers what is due. Play's
+    /// pushes carry a token that expires within the hour: time stops at each Play event (its pushes are taken when they
+    /// are made) and at each push's arrival.
     func moveTime(toMs target: Int64) async throws {
+        while true {
+            let now = clock.nowMs()
+            let stops = [playInFlight.lazy.map(\.dueMs).min(), play.nextEventMs()].compactMap { $0 }.filter { $0 > now && $0 < target }
+            guard let next = stops.min() else { break }
+            try await moveTimeOnce(toMs: next)
+        }
+        try await moveTimeOnce(toMs: target)
+    }
+
+    func moveTimeOnce(toMs target: Int64) async throws {
         let now = clock.nowMs()
-        if target > now { await simulator.advance(seconds: (target - now) / 1000) }
+        if target > now { await advanceStores(seconds: (target - now + 999) / 1000) }
         try await collectNotifications()
         try await deliverDue()
     }
 
+    /// The App Store simulator moves the shared clock; Play catches up with it, each of its events at its own instant.
+    func advanceStores(seconds: Int64) async {
+        await simulator.advance(seconds: seconds)
+        await play.advance(toMs: clock.nowMs())
+    }
+
     /// Takes what the App Store sent and puts it on its way, with the notification faults.
     func collectNotifications() async throws {
+        collectPlayPushes()
         let taken = simulator.signedNotifications(after: lastNotificationSeq)
         lastNotificationSeq = taken.last?.seq ?? lastNotificationSeq
         let arrived = taken.map(\.signedPayload)
@@ -389,6 +431,7 @@ public final class World {
 
     /// Delivers every notification due now, one at a time, each applied before the next arrives.
     func deliverDue() async throws {
+        try await deliverPlayPushes()
         let now = clock.nowMs()
         let due = inFlight.filter { $0.dueMs <= now }.sorted { ($0.dueMs, $0.order) < ($1.dueMs, $1.order) }
         guard !due.isEmpty else { return }
@@ -445,7 +488,8 @@ public final class World {
                 inner = try SQLiteDatabase(path: dbPath!, options: .init(durable: false))
             }
             database = FaultyDatabase(inner)
-            let services = try await Self.makeServices(database: database, ids: ids, clock: clock, simulator: simulator, receiver: receiver)
+            let services = try await Self.makeServices(database: database, ids: ids, clock: clock, simulator: simulator, play: play, playFaults: playFaults,
+                                                    receiver: receiver)
             kakin.replace(services)
             desk = Self.makeDesk(services)
         } catch {
@@ -474,6 +518,9 @@ public final class World {
         // Whatever is still on its way arrives now or never: Notification History brings back the lost ones.
         let late = inFlight.count
         inFlight.removeAll()
+        // Pub/Sub loses nothing: Play's pushes still on their way arrive now.
+        playFaults.disarm()
+        try await deliverPlayPushes(all: true)
         do {
             let t0 = ContinuousClock.now
             let r = try await services.appStoreSync.recoverMissedNotifications()
@@ -491,12 +538,19 @@ public final class World {
             model.state.withLock { _ = $0.touched.insert(c.index) }
             trace("relaunch \(c.id) retries \(retries.map { Self.describe($0) }.joined(separator: ","))")
         }
+        for c in customers where c.isPlay && !(playModel.unsent[c.index] ?? []).isEmpty {
+            if nextStep() { return true }
+            let sent = await sendUnsentPlayPurchases(c)
+            model.state.withLock { _ = $0.touched.insert(c.index) }
+            trace("relaunch \(c.id) play \(sent)")
+        }
         var t = ContinuousClock.now
         await drainInbox()
         profile("evening.drain", since: t)
         t = ContinuousClock.now
         try await deliverWebhooks()
         profile("evening.webhooks", since: t)
+        try await readPlayVoided()
         t = ContinuousClock.now
         try await checkDay(dayStart: dayStart)
         profile("evening.check", since: t)
@@ -508,8 +562,10 @@ public final class World {
         var waitSeconds: Int64 = 1
         for _ in 0..<40 {
             await services.notifications.processDue()
-            guard let pending = try? await services.store.pendingNotificationCount(), pending > 0 else { return }
-            await simulator.advance(seconds: waitSeconds)
+            await stepPlayWorkers()
+            let playPending = (try? await services.store.playNotificationCounts())?["pending"] ?? 0
+            guard let pending = try? await services.store.pendingNotificationCount(), pending + playPending > 0 else { return }
+            await advanceStores(seconds: waitSeconds)
             try? await collectNotifications()
             try? await deliverDue()
             waitSeconds = min(waitSeconds * 2, 600)
@@ -528,7 +584,7 @@ public final class World {
             if !more, counts.allSatisfy({ $0.pending + $0.retrying + $0.notFannedOut == 0 }) { break }
             if acknowledged.isEmpty, !more {
                 // Only retries are left: let their time come.
-                await simulator.advance(seconds: 30)
+                await advanceStores(seconds: 30)
                 try await collectNotifications()
                 try await deliverDue()
             }

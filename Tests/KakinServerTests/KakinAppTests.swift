@@ -301,6 +301,68 @@ struct KakinAppTests {
 
     // MARK: One catalogue of error IDs
 
+    /// `kakin app --store googlePlay`: the same flows on an Android phone of the Play simulator. A hand-over whose network
+    /// dropped waits on the device and is sent at the next launch; an app killed after Kakin answered refuses a second
+    /// purchase of that product until the launch sends it again (409); a subscription with the free trial; restore.
+    @Test func thePlayAppSendsAPurchaseAgainAtLaunchAndCreditsItOnce() async throws {
+        try await SimulatedKakin.with { sk in
+            let device = Self.deviceDirectory()
+            func play(_ command: [String]) async throws -> KakinProcess.Result { try await Self.app(sk, device, ["--store", "googlePlay"] + command) }
+            let dropped = try await play(["buy", "coins_500", "--fail-at", "send"])
+            #expect(dropped.status == 1 && dropped.stdout.contains("KKN-8001"), "\(dropped)")
+            let waiting = try await play(["unfinished"])
+            #expect(waiting.stdout.hasPrefix("GPA.") && waiting.stdout.hasSuffix(" coins_500\n"), "\(waiting)")
+            // Play's notification reached Kakin meanwhile: the launch's send is answered 409 and the device is done with it.
+            let launch = try await play(["launch"])
+            #expect(launch.status == 0 && launch.stdout.contains("already credited (409)"), "\(launch)")
+            #expect(try await play(["unfinished"]).stdout == "none\n")
+
+            let killed = try await play(["buy", "coins_1200", "--fail-at", "acknowledge"])
+            #expect(killed.status == 1 && killed.stdout.contains("before the app was done"), "\(killed)")
+            #expect(try await play(["buy", "coins_1200"]).status == 3)
+            #expect(try await play(["launch"]).stdout.contains("already credited (409)"))
+
+            let trial = try await play(["buy", "premium:monthly", "--offer", "free-trial"])
+            #expect(trial.status == 0, "\(trial)")
+            let restore = try await play(["restore"])
+            #expect(restore.status == 0 && restore.stdout.contains("customer u1: active"), "\(restore)")
+            #expect(try await play(["buy", "coins_500", "--fail-at", "finish"]).status == 2)
+            let settled = await Self.settledWallet(sk)
+            #expect(settled.paid == 1700 && settled.free == 250 && settled.purchases == 2)
+        }
+    }
+
+    /// KakinKit's store-neutral call for a Google Play purchase token, over HTTP to local mode: credited once (201 or,
+    /// when the RTDN came first, 409) and named by its order; again 409; another customer presenting it is refused.
+    @Test func kakinKitHandsAPlayPurchaseTokenToKakinAndItIsCreditedOnce() async throws {
+        try await SimulatedKakin.with { sk in
+            let backend = URLSessionBackend(baseURL: URL(string: "http://127.0.0.1:\(sk.runtime.port)")!)
+            let (token, order) = try await GooglePlayPurchaseTests.buy(sk, "u1", "coins_500")
+            let purchase = PlayPurchase(packageName: GooglePlayPurchaseTests.package, productID: "coins_500", purchaseToken: token)
+            let first = try await backend.submitPlayPurchase(purchase, customerID: "u1")
+            switch first {
+            case .credited(let s), .alreadyProcessed(let s):
+                #expect(s.transactionID == order)
+                #expect(s.customer?.wallet == Wallet(paid: 500, free: 50, total: 550))
+            case .revoked(let e):
+                Issue.record("revoked: \(e)")
+            }
+            guard case .alreadyProcessed(let again) = try await backend.submitPlayPurchase(purchase, customerID: "u1") else {
+                Issue.record("a second hand-over is not 409")
+                return
+            }
+            #expect(again.httpStatus == 409 && again.transactionID == order)
+            do throws(KakinKitError) {
+                _ = try await backend.submitPlayPurchase(purchase, customerID: "u2")
+                Issue.record("another customer's hand-over was accepted")
+            } catch {
+                #expect(error.code == "belongs_to_another_customer" && error.httpStatus == 403 && !error.isRetryable, "\(error)")
+            }
+            let settled = await Self.settledWallet(sk)
+            #expect(settled.paid == 500 && settled.free == 50 && settled.purchases == 1)
+        }
+    }
+
     @Test func kakinKitsErrorIDsAreTheCataloguesAppErrors() {
         let app = ErrorKind.allCases.filter(\.isRaisedInApp)
         #expect(app.map(\.id) == ClientError.allCases.map(\.id))

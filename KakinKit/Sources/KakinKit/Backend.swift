@@ -23,6 +23,24 @@ public protocol Backend: Sendable {
     func introductoryOfferEligibility(_ customerID: String, productID: String, appTransactionID: String?) async throws(KakinKitError) -> String?
     /// `GET /v1/customers/{id}/offerings?placement=…&platform=ios[&appVersion][&country]`: what the placement shows.
     func offering(_ customerID: String, placement: String, appVersion: String?, country: String?) async throws(KakinKitError) -> PaywallOffering
+    /// `POST /v1/customers/{id}/transactions` `{"store": "googlePlay", "packageName", "productId", "purchaseToken"}`: a
+    /// purchase another store's billing library completed (Google Play's), handed to Kakin, which reads it from that
+    /// store, credits it once and acknowledges it there. 201 and 409 `already_processed` are done; anything else is not.
+    func submitPlayPurchase(_ purchase: PlayPurchase, customerID: String) async throws(KakinKitError) -> SubmitResult
+}
+
+/// A Google Play purchase as Play Billing hands it to the app (`Purchase.getPurchaseToken()`, its product and the
+/// app's package). Kakin needs nothing else: it reads the purchase from Google with these.
+public struct PlayPurchase: Sendable, Equatable {
+    public var packageName: String
+    public var productID: String
+    public var purchaseToken: String
+
+    public init(packageName: String, productID: String, purchaseToken: String) {
+        self.packageName = packageName
+        self.productID = productID
+        self.purchaseToken = purchaseToken
+    }
 }
 
 /// Kakin's answers after which the transaction may be finished.

@@ -42,6 +42,12 @@ public struct URLSessionBackend: Backend {
         return try answer.submitResult(transactionID: transaction.id)
     }
 
+    public func submitPlayPurchase(_ purchase: PlayPurchase, customerID: String) async throws(KakinKitError) -> SubmitResult {
+        let body = try Self.json(["store": "googlePlay", "packageName": purchase.packageName, "productId": purchase.productID,
+                                  "purchaseToken": purchase.purchaseToken])
+        return try await call("POST", customerID, "/transactions", body: body).submitResult(transactionID: purchase.purchaseToken)
+    }
+
     public func restore(_ customerID: String, transactionID: String?) async throws(KakinKitError) -> CustomerStatus {
         let body = try transactionID.map { (id: String) throws(KakinKitError) -> Data in try Self.json(["transactionId": id]) }
         return try await call("POST", customerID, "/restore", body: body).decode(CustomerStatus.self)
@@ -134,6 +140,11 @@ struct KakinAnswer: Sendable {
     }
 
     struct PurchaseBody: Decodable {
+        struct Transaction: Decodable {
+            /// A Play purchase's order (`GPA.…`); the App Store's transaction has its ID where the app has it already.
+            var orderId: String?
+        }
+        var transaction: Transaction?
         var grant: Grant?
         var customer: CustomerStatus?
     }
@@ -169,7 +180,8 @@ struct KakinAnswer: Sendable {
     }
 
     /// 201 and 409 `already_processed` carry the same fields; 422 `transaction_revoked` means recorded,
-    /// nothing to grant. Everything else leaves the transaction unfinished.
+    /// nothing to grant. Everything else leaves the transaction unfinished. The submission is named by the answer's
+    /// order ID when it has one (Google Play), else by `transactionID`.
     func submitResult(transactionID: String) throws(KakinKitError) -> SubmitResult {
         switch status {
         case 201, 409:
@@ -178,7 +190,8 @@ struct KakinAnswer: Sendable {
                 guard e.code == "already_processed" else { throw e }
             }
             let parsed = try? JSONDecoder().decode(PurchaseBody.self, from: body)
-            let submission = Submission(transactionID: transactionID, httpStatus: status, grant: parsed?.grant, customer: parsed?.customer)
+            let submission = Submission(transactionID: parsed?.transaction?.orderId ?? transactionID, httpStatus: status, grant: parsed?.grant,
+                                        customer: parsed?.customer)
             return status == 201 ? .credited(submission) : .alreadyProcessed(submission)
         case 422:
             let e = error()

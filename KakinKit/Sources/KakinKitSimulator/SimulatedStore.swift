@@ -274,39 +274,11 @@ public actor SimulatedStore: Store {
     // MARK: HTTP and signed data
 
     func http(_ method: String, _ path: String, body: Data? = nil) async throws(KakinKitError) -> (Int, Data) {
-        guard let url = URL(string: simulator.absoluteString.trimmingTrailingSlashes() + path) else {
-            throw KakinKitError(.storeFailed, message: "The simulator URL is not valid.")
-        }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.timeoutInterval = 20
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        do {
-            let (data, response) = try await session.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
-        } catch {
-            throw KakinKitError(.storeFailed, message: "The App Store simulator could not be reached.")
-        }
+        try await SimulatorHTTP(root: simulator, session: session, name: "App Store").call(method, path, body: body)
     }
 
     /// The simulator refuses with Kakin's error body (`KKN-6001` unknown product, …): keep its ID.
-    static func refusal(_ status: Int, _ data: Data) -> KakinKitError {
-        struct ErrorBody: Decodable {
-            struct Inner: Decodable {
-                var code: String
-                var id: String
-                var message: String
-            }
-            var error: Inner
-        }
-        if let e = try? JSONDecoder().decode(ErrorBody.self, from: data) {
-            return KakinKitError(id: e.error.id, code: e.error.code, message: e.error.message, httpStatus: status)
-        }
-        return KakinKitError(.storeFailed, message: "The App Store simulator answered \(status).")
-    }
+    static func refusal(_ status: Int, _ data: Data) -> KakinKitError { SimulatorHTTP.refusal(status, data, name: "App Store") }
 
     /// The payload of a signed transaction, read without verifying (Kakin verifies; a device only files it).
     static func decode(_ jws: String) -> (transaction: StoreTransaction, signedDateMs: Int64)? {

@@ -120,6 +120,15 @@ public struct PlaySimulatorConfiguration: Sendable, Hashable, Codable {
         ], seed: seed)
     }
 
+    /// The demo Play app as Kakin's configuration knows it (local mode, `kakin simulate`): the same coin amounts and
+    /// `premium` group as the App Store demo.
+    public static let demoKakinCatalog = Catalog([
+        Product(productId: "coins_500", kind: .consumable, coins: 500, bonusCoins: 50),
+        Product(productId: "coins_1200", kind: .consumable, coins: 1200, bonusCoins: 200),
+        Product(productId: "noads", kind: .nonConsumable),
+        Product(productId: "premium", kind: .autoRenewable, groupId: "premium", period: ISOPeriod(months: 1)),
+    ])
+
     func validate() throws(KakinError) {
         guard !packageName.isEmpty, packageName.count <= 255 else { throw KakinError(.invalidConfiguration, "The Play package name is empty or too long.") }
         for p in products where p.kind == .subscription {

@@ -89,3 +89,11 @@ struct PlayStateFile: Codable {
         return file
     }
 }
+
+/// The simulator's push-token keys handed over in-process (what its `/oauth2/v3/certs` serves): Kakin's RTDN check in
+/// local mode and in `kakin simulate` reads them without a socket.
+public struct PlaySimulatorKeySet: JSONWebKeySetSource {
+    public let play: GooglePlaySimulator
+    public init(play: GooglePlaySimulator) { self.play = play }
+    public func fetchKeySet() async throws(PushTokenFailure) -> JSONWebKeySet { play.pushKeySet }
+}

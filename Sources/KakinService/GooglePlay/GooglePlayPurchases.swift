@@ -92,14 +92,16 @@ public final class GooglePlayPurchases: Sendable {
         apps = Mutex([:])
     }
 
-    /// Connects an app's Developer API client (at start; in local mode once the simulator's port is known).
-    public func connect(_ app: GooglePlayAppSettings, transport: any HTTPTransport = URLSessionTransport()) throws(KakinError) {
+    /// Connects an app's Developer API client (at start; in local mode once the simulator's port is known). `sleeper` waits
+    /// between the client's retries (`kakin simulate` passes one that returns at once: its time is simulated).
+    public func connect(_ app: GooglePlayAppSettings, transport: any HTTPTransport = URLSessionTransport(),
+                        sleeper: any RetrySleeper = TaskSleeper()) throws(KakinError) {
         let client: GooglePlayDeveloperAPIClient
         do {
             client = try GooglePlayDeveloperAPIClient(
                 configuration: GooglePlayClientConfiguration(serviceAccount: app.serviceAccount, packageName: app.packageName, apiRoot: app.apiRoot),
                 transport: CountingTransport(inner: transport, metrics: metrics, store: PurchaseSource.googlePlay, words: CountingTransport.googlePlayWords),
-                clock: retryClock)
+                clock: retryClock, sleeper: sleeper)
         } catch {
             throw KakinError(.invalidConfiguration, detail: "Google Play client for \(app.packageName): \(error)")
         }
@@ -219,6 +221,8 @@ public final class GooglePlayPurchases: Sendable {
                 }
             }
         }
+        // A full batch: more may be due now (a burst of purchases), not at the next poll.
+        if jobs.count == limit { worker.wake() }
         return ended
     }
 

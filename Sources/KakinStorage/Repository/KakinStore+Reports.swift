@@ -2,19 +2,19 @@ import KakinCore
 
 extension KakinStore {
     /// The columns `paidCoinMovement(_:)` reads: a ledger entry `l` that moved paid coins, with the app and
-    /// product of the transaction behind it (`t`, a provider's purchase `x`, a Google Play order `o` of token `pt`, whose
-    /// price is what `orders.get` said it charged once read).
+    /// product of the transaction behind it (`t`; an outside purchase `x`; a Google Play order `po` of the token `pt`,
+    /// the app being its package, the price what `orders.get` said the order charged once Kakin read it).
     static let paidCoinMovementSelect = """
         SELECT l.customer_id AS customer_id, l.seq AS seq, l.kind AS kind, l.paid_delta AS paid_delta, l.reference AS reference,
-               CASE WHEN l.price_milli IS NULL AND o.charge_total_milli IS NOT NULL THEN o.charge_total_milli ELSE l.price_milli END AS price_milli,
-               CASE WHEN l.price_milli IS NULL AND o.charge_total_milli IS NOT NULL THEN o.charge_currency ELSE l.currency END AS currency,
+               CASE WHEN l.price_milli IS NULL AND po.charge_total_milli IS NOT NULL THEN po.charge_total_milli ELSE l.price_milli END AS price_milli,
+               CASE WHEN l.price_milli IS NULL AND po.charge_total_milli IS NOT NULL THEN po.charge_currency ELSE l.currency END AS currency,
                l.source AS source,
                COALESCE(t.bundle_id, x.bundle_id, pt.package_name) AS bundle_id, COALESCE(t.product_id, x.product_id, pt.product_id) AS product_id
         FROM ledger_entries l
         LEFT JOIN transactions t ON t.transaction_id = l.reference AND l.kind IN ('purchase', 'refund', 'refundReversed') AND l.source IS NULL
         LEFT JOIN external_purchases x ON x.provider = l.source AND x.external_id = l.reference
-        LEFT JOIN play_orders o ON l.source = 'googlePlay' AND o.order_id = l.reference
-        LEFT JOIN play_tokens pt ON pt.purchase_token = o.purchase_token
+        LEFT JOIN play_orders po ON l.source = 'googlePlay' AND po.order_id = l.reference
+        LEFT JOIN play_tokens pt ON pt.purchase_token = po.purchase_token
         WHERE l.paid_delta <> 0
         """
 

@@ -328,6 +328,13 @@ final class InMemoryKakin: Backend, @unchecked Sendable {
         return fresh ? .credited(submission) : .alreadyProcessed(submission)
     }
 
+    /// A Play purchase is credited once by its token, like a transaction by its ID.
+    func submitPlayPurchase(_ purchase: PlayPurchase, customerID: String) async throws(KakinKitError) -> SubmitResult {
+        let t = StoreTransaction(id: purchase.purchaseToken, originalID: purchase.purchaseToken, productID: purchase.productID,
+                                 productType: .consumable, jwsRepresentation: "")
+        return try await submit(t, customerID: customerID, processID: "play")
+    }
+
     func restore(_ customerID: String, transactionID: String?) async throws(KakinKitError) -> CustomerStatus {
         state.with { $0.restores.append(transactionID) }
         return status()
