@@ -151,6 +151,12 @@ public final class GooglePlayDeveloperAPIClient: Sendable {
         return (all, token)
     }
 
+    /// `orders.get`: what the buyer paid for an order (needs *View financial data*).
+    public func order(orderId: String) async throws(GooglePlayAPIError) -> PlayOrder {
+        let json = try await call("GET", "orders.get", ["orders", orderId])
+        return try decode("orders.get") { () throws(PayloadDecodingError) in try PlayOrder(json: json) }
+    }
+
     /// `orders.refund`: refunds the order; `revoke` also ends the entitlement.
     public func refundOrder(orderId: String, revoke: Bool) async throws(GooglePlayAPIError) {
         _ = try await call("POST", "orders.refund", ["orders", orderId], verb: "refund", query: [("revoke", revoke ? "true" : "false")])

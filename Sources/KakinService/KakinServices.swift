@@ -132,7 +132,10 @@ public final class KakinServices: Sendable {
                         setsAppAccountTokens: { access.setsAppAccountTokens(bundleId: $0) }, wakeAppStoreJobs: { jobsWorker.wake() },
                         events: events, apple2026: apple2026)
         statusReads = CustomerStatusReads(store: store, catalog: merged, clock: clock, events: events)
-        googlePlay = GooglePlayPurchases(store: store, ingest: ingest, clock: clock, retryClock: retryClock, logger: logger, metrics: metrics,
+        let metricsSettings = MetricsSettings.from(apps: settings.apps, googlePlayApps: settings.googlePlayApps, exchangeRates: settings.exchangeRates)
+        businessMetrics = BusinessMetrics(store: store, settings: metricsSettings, clock: clock, logger: logger)
+        googlePlay = GooglePlayPurchases(store: store, ingest: ingest, numbers: businessMetrics, clock: clock, retryClock: retryClock, logger: logger,
+                                         metrics: metrics,
                                          worker: BackgroundLoop(pollIntervalMs: 15_000))
         googlePlayNotifications = GooglePlayNotifications(store: store, purchases: googlePlay, retryClock: retryClock, logger: logger,
                                                           metrics: metrics, leaseOwner: claims.owner, worker: BackgroundLoop(pollIntervalMs: 1000))
@@ -153,8 +156,6 @@ public final class KakinServices: Sendable {
                                               clock: clock, metrics: metrics, logger: logger)
         supportRecords = SupportRecords(store: store)
         timeline = CustomerTimeline(store: store)
-        let metricsSettings = MetricsSettings.from(apps: settings.apps, exchangeRates: settings.exchangeRates)
-        businessMetrics = BusinessMetrics(store: store, settings: metricsSettings, clock: clock, logger: logger)
         // Google Play rows are rejected (`google_play_not_configured`) until Play's ingest gives the resolver here.
         imports = Imports(store: store, wallets: wallets, sync: appStoreSync, numbers: businessMetrics, googlePlay: nil, clock: retryClock,
                           logger: logger, owner: claims.owner)

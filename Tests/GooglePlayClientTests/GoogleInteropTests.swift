@@ -37,7 +37,7 @@ import Testing
             "serviceAccountURL": .string(play.base + "/play-simulator/v1/service-account.json"), "apiEndpoint": .string(play.apiRoot),
             "packageName": "dev.kakin.demo", "subscriptionToken": sub["purchaseToken"]!, "subscriptionId": "premium",
             "productToken": coins["purchaseToken"]!, "productId": "coins_500", "pushToken": .string(String(authorization.dropFirst(7))),
-            "audience": .string(receiver.url), "certsURL": .string(play.base + "/play-simulator/oauth2/v3/certs"),
+            "refundedOrderId": refunded["orderId"]!, "audience": .string(receiver.url), "certsURL": .string(play.base + "/play-simulator/oauth2/v3/certs"),
         ]
         let answer = try await Self.runPython(request)
 
@@ -55,6 +55,10 @@ import Testing
         let voided = try VoidedPurchasesPage(json: try #require(answer["voided"]))
         #expect(voided.voidedPurchases.map(\.purchaseToken) == [refunded["purchaseToken"]!.stringValue!])
         #expect(voided.voidedPurchases.first?.voidedQuantity == 1)
+        // orders.get of the 3 × 9.99 USD order one unit of which was refunded: Google's Order, Money as Google writes it.
+        let order = try PlayOrder(json: try #require(answer["order"]))
+        #expect(order.orderId == refunded["orderId"]?.stringValue && order.totalMilli == 29_970 && order.currency == "USD")
+        #expect(order.raw["state"] == "PARTIALLY_REFUNDED" && order.raw["developerRevenueInBuyerCurrency"]?["units"] == "25", "\(order.raw)")
         #expect(answer["unknownToken"]?["status"] == 400)
         #expect(answer["pushClaims"]?["email"]?.stringValue == play.simulator.pushSettings.serviceAccountEmail)
         #expect(answer["pushClaims"]?["aud"]?.stringValue == receiver.url)
@@ -64,6 +68,7 @@ import Testing
               token_uri \(answer["tokenURI"]?.stringValue ?? "?")
               subscriptionsv2.get: \(subscription.subscriptionState) \(subscription.acknowledgementState), after acknowledge: \(acknowledged.acknowledgementState)
               productsv2.get: \(product.purchaseState) test=\(product.isTestPurchase); after acknowledge + consume: consumptionState \(consumed.consumptionState)
+              orders.get: total \(order.totalMilli) milli \(order.currency), state \(order.raw["state"]?.stringValue ?? "?")
               voidedpurchases.list: \(voided.voidedPurchases.count) voided, voidedQuantity \(voided.voidedPurchases.first?.voidedQuantity ?? 0)
               unknown token: HTTP \(answer["unknownToken"]?["status"]?.intValue ?? 0) \(answer["unknownToken"]?["reason"]?.stringValue ?? "")
               id_token.verify_token: iss \(answer["pushClaims"]?["iss"]?.stringValue ?? "?"), email \(answer["pushClaims"]?["email"]?.stringValue ?? "?"); wrong audience refused: \(answer["wrongAudienceAccepted"] == false)

@@ -83,18 +83,27 @@ import Testing
         }
     }
 
-    /// Play's paid coins are in the unused-balance report under their source; Play gives no price for a one-time product,
-    /// so they are counted unvalued (currency `XXX`, value 0) rather than left out.
+    /// Play's paid coins are in the unused-balance report under their source: unvalued (currency `XXX`, value 0) until
+    /// Kakin has read what the order charged (`orders.get`), then at that price.
     @Test func playCoinsAreInTheUnusedBalanceReportUnderTheirSource() async throws {
         try await SimulatedKakin.with { k in
             _ = try await k.token("u1")
+            await k.app.services.googlePlay.stop()  // the charge is read below, when the test says
             _ = try await Play.buy(k, "u1", "coins_500", extra: ["quantity": 2])
             try await Play.waitUntil { try await Play.wallet(k, "u1") == WalletBalance(paid: 1000, free: 100) }
-            let report = await k.kakin("GET", "/v1/admin/reports/unused-balance?asOf=2026-01-02")
-            #expect(report.status == 200, "\(report.json)")
-            let play = (report.json["totals"]?.arrayValue ?? []).first { $0["source"] == "googlePlay" }
-            #expect(play?["unusedPaidCoins"] == 1000 && play?["customers"] == 1 && play?["currency"] == "XXX" && play?["value"] == 0,
-                    "\(report.json)")
+            func play() async -> JSONValue? {
+                let report = await k.kakin("GET", "/v1/admin/reports/unused-balance?asOf=2026-01-02")
+                #expect(report.status == 200, "\(report.json)")
+                return (report.json["totals"]?.arrayValue ?? []).first { $0["source"] == "googlePlay" }
+            }
+            var totals = await play()
+            #expect(totals?["unusedPaidCoins"] == 1000 && totals?["customers"] == 1 && totals?["currency"] == "XXX" && totals?["value"] == 0,
+                    "\(totals ?? .null)")
+            // Two units of 4.99 USD: 9.98, the value rounded down to the major unit.
+            #expect(await k.app.services.googlePlay.readChargesDue(limit: 10) == 1)
+            totals = await play()
+            #expect(totals?["unusedPaidCoins"] == 1000 && totals?["currency"] == "USD" && totals?["value"] == 9
+                    && totals?["bundleId"]?.stringValue == Play.package, "\(totals ?? .null)")
         }
     }
 }

@@ -77,6 +77,8 @@ extension GooglePlaySimulator {
                     try e.voidedPurchases(packageName: packageName, startMs: start, endMs: end, maxResults: max.map { Int($0) }, pageToken: q["token"],
                                           type: Int(type), includePartial: partial)
                 })
+            case (.order, nil, false):
+                return Self.json(try read { (e: PlayEngine) throws(PlayAPIError) in try e.orderJSON(token, packageName: packageName) })
             case (.order, "refund", true):
                 let revoke = request.query["revoke"] == "true"
                 try await act { (e: inout PlayEngine) throws(PlayAPIError) in

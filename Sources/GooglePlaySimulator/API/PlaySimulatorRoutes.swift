@@ -28,6 +28,7 @@ extension GooglePlaySimulator {
         r.add("POST", api + "/purchases/products/{productId}/tokens/{token}") { req, p in await self.developerAPI(req, p, .product) }
         r.add("GET", api + "/purchases/productsv2/tokens/{token}") { req, p in await self.developerAPI(req, p, .productV2) }
         r.add("GET", api + "/purchases/voidedpurchases") { req, p in await self.developerAPI(req, p, .voided) }
+        r.add("GET", api + "/orders/{token}") { req, p in await self.developerAPI(req, p, .order) }
         r.add("POST", api + "/orders/{token}") { req, p in await self.developerAPI(req, p, .order) }
         r.add("POST", m + "/token") { req, _ in self.tokenEndpoint(req) }
         r.add("GET", m + "/oauth2/v3/certs") { _, _ in Self.json(self.pushKeySet.json) }

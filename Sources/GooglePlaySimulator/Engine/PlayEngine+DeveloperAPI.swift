@@ -126,6 +126,25 @@ extension PlayEngine {
         return .object(o)
     }
 
+    /// `orders.get`'s `Order`: what the buyer paid (`total`, tax included; the simulator charges no tax), the developer's
+    /// share after Google's 15% service fee (`developerRevenueInBuyerCurrency`), the line item's listing price, and the
+    /// state a refund left.
+    func orderJSON(_ orderId: String, packageName: String) throws(PlayAPIError) -> JSONValue {
+        guard packageName == config.packageName else { throw PlayAPIError.invalidArgument("Unknown package name.") }
+        guard let order = orders[orderId], let p = purchases[order.token] else {
+            throw PlayAPIError(code: 404, status: "NOT_FOUND", reason: "notFound", message: "The order was not found.")
+        }
+        let currency = order.currency ?? "USD", total = order.priceMicros ?? 0
+        let state = order.refundedQuantity >= order.quantity || (p.isSubscription && order.refundedQuantity > 0) ? "REFUNDED"
+            : order.refundedQuantity > 0 ? "PARTIALLY_REFUNDED" : "PROCESSED"
+        let item: JSONValue = ["productId": .string(p.productId), "listingPrice": PlayProduct.money(total / Int64(max(order.quantity, 1)), currency),
+                               "total": PlayProduct.money(total, currency), "tax": PlayProduct.money(0, currency)]
+        return ["orderId": .string(orderId), "purchaseToken": .string(p.token), "state": .string(state),
+                "createTime": .string(Timestamp.rfc3339(order.timeMs)), "lastEventTime": .string(Timestamp.rfc3339(nowMs)),
+                "lineItems": [item], "total": PlayProduct.money(total, currency), "tax": PlayProduct.money(0, currency),
+                "developerRevenueInBuyerCurrency": PlayProduct.money(total - total * 15 / 100, currency)]
+    }
+
     // MARK: Writes
 
     /// `purchases.subscriptions.acknowledge` (and `products.acknowledge`): once acknowledged, again is a no-op.

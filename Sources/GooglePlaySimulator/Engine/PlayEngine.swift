@@ -203,7 +203,18 @@ struct PlayEngine: Sendable, Codable {
     private mutating func store(_ record: PurchaseRecord, orderQuantity: Int) {
         purchases[record.token] = record
         tokens.append(record.token)
-        orders[record.orderBase] = OrderRecord(orderId: record.orderBase, token: record.token, timeMs: nowMs, quantity: orderQuantity)
+        let (price, currency) = charged(record, quantity: orderQuantity)
+        orders[record.orderBase] = OrderRecord(orderId: record.orderBase, token: record.token, timeMs: nowMs, quantity: orderQuantity,
+                                               priceMicros: price, currency: currency)
+    }
+
+    /// What an order of `record` charges: a one-time product's price × quantity, a subscription's base plan price (0 in a
+    /// free trial).
+    func charged(_ record: PurchaseRecord, quantity: Int) -> (micros: Int64, currency: String) {
+        guard let product = config.product(record.productId) else { return (0, "USD") }
+        guard record.isSubscription else { return (product.priceMicros * Int64(quantity), product.currency) }
+        guard let plan = product.basePlan(record.basePlanId ?? "") else { return (0, product.currency) }
+        return (record.inTrial ? 0 : plan.priceMicros, plan.currency)
     }
 
     /// A one-time product the account holds unconsumed and not voided (Play refuses to sell it again).
@@ -383,7 +394,8 @@ struct PlayEngine: Sendable, Codable {
         s.graceEndMs = nil
         s.holdEndMs = nil
         purchases[token] = s
-        orders[s.latestOrderId] = OrderRecord(orderId: s.latestOrderId, token: token, timeMs: nowMs, quantity: 1)
+        orders[s.latestOrderId] = OrderRecord(orderId: s.latestOrderId, token: token, timeMs: nowMs, quantity: 1, priceMicros: plan.priceMicros,
+                                              currency: plan.currency)
     }
 
     private mutating func recoverNow(_ token: String) {

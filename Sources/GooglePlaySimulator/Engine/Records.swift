@@ -71,6 +71,9 @@ struct OrderRecord: Sendable, Hashable, Codable {
     var timeMs: Int64
     var quantity: Int
     var refundedQuantity = 0
+    /// What the buyer was charged (`orders.get`'s `total`), micros of `currency` (nil in a state saved before orders had it).
+    var priceMicros: Int64?
+    var currency: String?
 }
 
 /// A voided purchase as `voidedpurchases.list` answers it.

@@ -68,9 +68,14 @@ public enum PlayPurchaseFacts {
         return nil
     }
 
-    /// `Money` (`{currencyCode, units, nanos}`) of a line item's auto-renewing plan, in milli-units.
+    /// The `Money` of a line item's auto-renewing plan, in milli-units.
     static func recurringPriceMilli(_ lineItem: JSONValue?) -> (milli: Int64, currency: String)? {
-        guard let money = lineItem?["autoRenewingPlan"]?["recurringPrice"], let currency = money["currencyCode"]?.stringValue else { return nil }
+        moneyMilli(lineItem?["autoRenewingPlan"]?["recurringPrice"])
+    }
+
+    /// Google's `Money` (`{currencyCode, units, nanos}`) in milli-units; nil when absent or negative.
+    public static func moneyMilli(_ json: JSONValue?) -> (milli: Int64, currency: String)? {
+        guard let money = json, let currency = money["currencyCode"]?.stringValue else { return nil }
         let units = money["units"]?.googleInt64 ?? 0
         let nanos = Int64(money["nanos"]?.intValue ?? 0)
         guard units >= 0, units < Int64.max / 1_000 else { return nil }

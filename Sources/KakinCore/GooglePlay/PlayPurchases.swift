@@ -273,3 +273,21 @@ extension Optional where Wrapped == JSONValue {
         return value
     }
 }
+
+/// `Order` (`orders.get`): what the buyer paid for one order (`total`, tax included, as Google charged it), the
+/// developer's share (`developerRevenueInBuyerCurrency`) and the order's `state`.
+public struct PlayOrder: Sendable, Hashable {
+    public var raw: JSONValue
+    public var orderId: String
+    /// `total` in milli-units of `currency`.
+    public var totalMilli: Int64
+    public var currency: String
+
+    public init(json: JSONValue) throws(PayloadDecodingError) {
+        guard case .object = json else { throw PayloadDecodingError(field: "(resource)") }
+        raw = json
+        orderId = try json.requiredString("orderId")
+        guard let total = PlayPurchaseFacts.moneyMilli(json["total"]) else { throw PayloadDecodingError(field: "total") }
+        (totalMilli, currency) = total
+    }
+}

@@ -59,6 +59,8 @@ public struct PlayPurchaseAnswer: Sendable {
 public final class GooglePlayPurchases: Sendable {
     let store: any StoreJobRepository & PurchaseRepository
     let ingest: Ingest
+    /// Where an order's charge goes once read (`readChargesDue`): the customer's numbers are recomputed in that write.
+    let numbers: BusinessMetrics
     let clock: any Clock
     let retryClock: any Clock
     let logger: Logger
@@ -77,10 +79,11 @@ public final class GooglePlayPurchases: Sendable {
     static let leaseMs: Int64 = 60_000
     static let purchaseTokenLengthMax = 1_024
 
-    init(store: any StoreJobRepository & PurchaseRepository, ingest: Ingest, clock: any Clock, retryClock: any Clock, logger: Logger,
-         metrics: Metrics, worker: BackgroundLoop) {
+    init(store: any StoreJobRepository & PurchaseRepository, ingest: Ingest, numbers: BusinessMetrics, clock: any Clock, retryClock: any Clock,
+         logger: Logger, metrics: Metrics, worker: BackgroundLoop) {
         self.store = store
         self.ingest = ingest
+        self.numbers = numbers
         self.clock = clock
         self.retryClock = retryClock
         self.logger = logger
@@ -114,7 +117,10 @@ public final class GooglePlayPurchases: Sendable {
 
     /// Starts the acknowledgement worker.
     public func start() {
-        worker.start { [self] in _ = await acknowledgeDue(owner: "ack-\(ObjectIdentifier(self).hashValue)", limit: 20) }
+        worker.start { [self] in
+            _ = await acknowledgeDue(owner: "ack-\(ObjectIdentifier(self).hashValue)", limit: 20)
+            _ = await readChargesDue(limit: 20)
+        }
     }
 
     public func stop() async { await worker.stop() }
@@ -218,6 +224,33 @@ public final class GooglePlayPurchases: Sendable {
         // A full batch: more may be due now (a burst of purchases), not at the next poll.
         if jobs.count == limit { worker.wake() }
         return ended
+    }
+
+    // MARK: Order charges
+
+    /// Reads of an order's charge before it is left unread (30 s doubling to 30 min: about 9.5 hours).
+    static let chargeAttemptsMax = 24
+
+    /// One pass of the charge reads: for each order applied whose charge is unread, `orders.get`, then ONE write that keeps
+    /// the `Order` and recomputes its customer's numbers. A failed read is retried later; the purchase was credited
+    /// anyway, the numbers catch up when the read succeeds. Returns how many were read.
+    @discardableResult
+    public func readChargesDue(limit: Int) async -> Int {
+        let nowMs = retryClock.nowMs()
+        guard let due = try? await store.duePlayOrderCharges(nowMs: nowMs, attemptsMax: Self.chargeAttemptsMax, limit: limit) else { return 0 }
+        var read = 0
+        for order in due {
+            do {
+                let charge = try await connected(order.packageName).client.order(orderId: order.orderId)
+                let orderId = order.orderId
+                try await numbers.recompute(customerIds: [order.customerId]) { r in try r.setPlayOrderCharge(orderId, order: charge) }
+                read += 1
+            } catch {
+                logger.warning("could not read a Play order's charge", ["play.order": .string(order.orderId), "error": .string("\(error)")])
+                try? await store.retryPlayOrderCharge(order.orderId, nextAttemptMs: nowMs + min(Int64(30_000) << min(order.attempts, 6), 30 * 60_000))
+            }
+        }
+        return read
     }
 
     static func acknowledge(_ job: PlayAcknowledgementJob, client: GooglePlayDeveloperAPIClient) async throws(GooglePlayAPIError) {

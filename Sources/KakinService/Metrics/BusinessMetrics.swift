@@ -3,8 +3,10 @@ import KakinMetrics
 import KakinStorage
 
 extension MetricsSettings {
-    /// The numbers' settings from the apps' (zone, commission, environments, catalog periods) and the rate table.
-    public static func from(apps: [AppSettings], exchangeRates: ExchangeRates?) -> MetricsSettings {
+    /// The numbers' settings from the apps' (zone, commission, environments, catalog periods) and the rate table. A Google
+    /// Play app whose package name is an App Store app's bundle ID is counted with that app's settings; another one in the
+    /// coin figures' zone with the default commission (a Play app configures neither).
+    public static func from(apps: [AppSettings], googlePlayApps: [GooglePlayAppSettings] = [], exchangeRates: ExchangeRates?) -> MetricsSettings {
         var calendars: [String: any ReportingCalendar] = [:]
         func calendar(_ zone: String) -> any ReportingCalendar {
             if let c = calendars[zone] { return c }
@@ -20,7 +22,11 @@ extension MetricsSettings {
         }
         let zones = Set(apps.map(\.reportingTimeZone))
         let coinZone = zones.count == 1 ? zones.first! : (apps.first?.reportingTimeZone ?? AppSettings.defaultReportingTimeZone)
-        return MetricsSettings(apps: list, coinCalendar: calendar(coinZone), exchangeRates: exchangeRates)
+        let play = googlePlayApps.map { app in
+            AppMetricsSettings(bundleId: app.packageName, calendar: calendar(coinZone), environments: [.production])
+        }
+        // The App Store apps first: the settings of a bundle ID both stores use are the App Store app's.
+        return MetricsSettings(apps: list + play, coinCalendar: calendar(coinZone), exchangeRates: exchangeRates)
     }
 }
 
@@ -54,7 +60,8 @@ public final class BusinessMetrics: Sendable {
     static func facts(_ stored: StoredMetricFacts) -> CustomerFacts {
         CustomerFacts(customerId: stored.customerId, transactions: stored.transactions, renewalInfos: stored.renewalInfos,
                       ledger: stored.ledger.map { LedgerFact(kind: $0.kind, paidDelta: $0.paidDelta, freeDelta: $0.freeDelta, atMs: $0.atMs) },
-                      externalPurchases: stored.externalPurchases.compactMap(fact), externalEntitlements: stored.externalEntitlements)
+                      externalPurchases: stored.externalPurchases.compactMap(fact) + PlayOrders.purchases(stored.playOrders),
+                      externalEntitlements: stored.externalEntitlements)
     }
 
     /// A purchase outside the App Store as the numbers read it (nil until its product's kind is known: not applied).
@@ -139,10 +146,14 @@ public final class BusinessMetrics: Sendable {
     /// Recomputes these customers' shares from their facts and moves the rollups by each difference, reading and writing
     /// in ONE write: for changes that told no event (an import without `--events`), which the worker would not see. The
     /// rollups of exactly the days those facts touch move.
-    public func recompute(customerIds: [String]) async throws(KakinError) {
+    /// `change` runs first in the same write (a fact stored without an event: a Play order's charge read after its apply).
+    public func recompute(customerIds: [String], after change: @escaping @Sendable (Records) throws -> Void = { _ in }) async throws(KakinError) {
         guard !customerIds.isEmpty else { return }
         let settings = settings
-        try await store.transaction { r in try Self.apply(try Self.shares(of: customerIds, r, settings: settings), r) }
+        try await store.transaction { r in
+            try change(r)
+            try Self.apply(try Self.shares(of: customerIds, r, settings: settings), r)
+        }
     }
 
     /// Each customer's share of the rollups, computed from its facts as `r` reads them (page by page).

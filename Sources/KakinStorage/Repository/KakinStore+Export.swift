@@ -11,7 +11,7 @@ public enum ExportTable: String, Sendable, CaseIterable {
         case .transactions:
             return ["transactionId", "originalTransactionId", "customerId", "bundleId", "productId", "productType", "environment",
                     "purchaseDate", "expiresDate", "revocationDate", "revocationType", "price", "currency", "quantity", "offerType",
-                    "offerDiscountType", "transactionReason", "ownership", "isUpgraded", "storefront", "firstSeenAt", "updatedAt"]
+                    "offerDiscountType", "transactionReason", "ownership", "isUpgraded", "storefront", "firstSeenAt", "updatedAt", "source"]
         case .ledger:
             return ["entryId", "seq", "customerId", "at", "kind", "paidDelta", "freeDelta", "paidAfter", "freeAfter", "reference", "item",
                     "recipient", "priceMilli", "currency"]
@@ -44,7 +44,19 @@ public enum ExportTable: String, Sendable, CaseIterable {
     var select: String {
         switch self {
         case .transactions:
-            return "SELECT transaction_id, customer_id, product_type, first_seen_ms, updated_ms, COALESCE(status_json, jws) AS payload FROM transactions"
+            // The App Store's transactions and Google Play's orders (`order_id` set), one key space (Play's are `GPA.…`).
+            return """
+                SELECT * FROM (
+                    SELECT transaction_id, customer_id, product_type, first_seen_ms, updated_ms, COALESCE(status_json, jws) AS payload,
+                        NULL AS order_id, NULL AS chain_id, NULL AS package_name, NULL AS kind, NULL AS resource, NULL AS revocation,
+                        NULL AS charge, NULL AS read_at_ms FROM transactions
+                    UNION ALL
+                    SELECT o.order_id, o.customer_id, NULL, o.read_at_ms,
+                        CASE WHEN o.charge_read_ms > o.read_at_ms THEN o.charge_read_ms ELSE o.read_at_ms END, NULL,
+                        o.order_id, o.chain_id, t.package_name, t.kind, o.resource, o.revocation, o.charge, o.read_at_ms
+                    FROM play_orders o JOIN play_tokens t ON t.purchase_token = o.purchase_token
+                ) AS x
+                """
         case .ledger:
             return """
                 SELECT seq, entry_id, customer_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after, reference, item, recipient,
@@ -134,6 +146,8 @@ extension KakinStore {
         func int(_ c: String) -> JSONValue { r.int(c).map(JSONValue.int) ?? .null }
         func time(_ c: String) -> JSONValue { r.int(c).map { .string(Timestamp.rfc3339($0)) } ?? .null }
         switch table {
+        case .transactions where r.string("order_id") != nil:
+            return ExportRow(key: r.string("transaction_id") ?? "", values: playOrderValues(r))
         case .transactions:
             let t = r.string("payload").flatMap(StoredStatusFields.transaction)
             func ms(_ v: Int64?) -> JSONValue { v.map { .string(Timestamp.rfc3339($0)) } ?? .null }
@@ -150,6 +164,7 @@ extension KakinStore {
                 "transactionReason": t?.transactionReason.map { .string($0.rawValue) } ?? .null,
                 "ownership": t.map { .string($0.inAppOwnershipType.rawValue) } ?? .null, "isUpgraded": t.map { .bool($0.isUpgraded) } ?? .null,
                 "storefront": t?.storefront.map(JSONValue.string) ?? .null, "firstSeenAt": time("first_seen_ms"), "updatedAt": time("updated_ms"),
+                "source": .string(PurchaseSource.appStore),
             ]
             return ExportRow(key: r.string("transaction_id") ?? "", values: values)
         case .ledger:
@@ -170,5 +185,28 @@ extension KakinStore {
                 "customerId": text("customer_id"), "appAccountToken": text("app_account_token"), "createdAt": time("created_at_ms"),
             ])
         }
+    }
+
+    /// A Google Play order as a `transactions` row (`docs/export.md`): the order, its chain, the package, the price it
+    /// charged (`orders.get`'s `total`, else a subscription plan's price until that is read), its voided refund.
+    static func playOrderValues(_ r: SQLRow) -> [String: JSONValue] {
+        func ms(_ v: Int64?) -> JSONValue { v.map { .string(Timestamp.rfc3339($0)) } ?? .null }
+        let fact = Records.playOrder(r)
+        let orderId = r.string("order_id") ?? ""
+        let charged = r.string("charge").flatMap { try? JSONParser.parse($0) }
+        return [
+            "transactionId": .string(orderId), "originalTransactionId": r.string("chain_id").map(JSONValue.string) ?? .null,
+            "customerId": r.string("customer_id").map(JSONValue.string) ?? .null, "bundleId": r.string("package_name").map(JSONValue.string) ?? .null,
+            "productId": fact.map { .string($0.productId) } ?? .null,
+            "productType": fact?.storeKind.map { .string($0.appleType.rawValue) } ?? .null, "environment": .null,
+            "purchaseDate": ms(charged?["createTime"]?.stringValue.flatMap(Timestamp.parseRFC3339) ?? fact?.purchasedAtMs),
+            "expiresDate": ms(fact?.expiresAtMs), "revocationDate": ms(fact?.revocation?.atMs), "revocationType": .null,
+            "price": fact?.priceMilli.map(JSONValue.int) ?? .null, "currency": fact?.currency.map(JSONValue.string) ?? .null,
+            "quantity": fact.map { .int(Int64($0.quantity)) } ?? .null, "offerType": .null,
+            "offerDiscountType": fact?.offer?.type == "freeTrial" ? "FREE_TRIAL" : .null,
+            "transactionReason": .string(orderId.contains("..") ? "RENEWAL" : "PURCHASE"), "ownership": "PURCHASED", "isUpgraded": .null,
+            "storefront": .null, "firstSeenAt": ms(r.int("read_at_ms")), "updatedAt": ms(r.int("updated_ms")),
+            "source": .string(PlayPurchaseFacts.source),
+        ]
     }
 }

@@ -17,7 +17,41 @@ public struct PlayAcknowledgementJob: Sendable, Hashable {
     public var attempts: Int
 }
 
+/// A Play order whose charge (`orders.get`) Kakin has not read yet.
+public struct PlayOrderChargeRead: Sendable, Hashable {
+    public var orderId: String
+    public var packageName: String
+    public var customerId: String
+    public var attempts: Int
+}
+
 extension KakinStore {
+    /// Orders of a customer whose charge is unread and due, oldest due first, tried fewer than `attemptsMax` times (an
+    /// order kept for nobody yet waits for its owner). Not leased: two processes reading the same order store the same answer.
+    public func duePlayOrderCharges(nowMs: Int64, attemptsMax: Int, limit: Int) async throws(KakinError) -> [PlayOrderChargeRead] {
+        try await read { db in
+            try db.query("""
+                SELECT o.order_id AS order_id, t.package_name AS package_name, o.customer_id AS customer_id, o.charge_attempts AS attempts
+                FROM play_orders o JOIN play_tokens t ON t.purchase_token = o.purchase_token
+                WHERE o.charge IS NULL AND o.customer_id IS NOT NULL AND o.charge_next_ms <= ? AND o.charge_attempts < ? ORDER BY o.charge_next_ms, o.order_id LIMIT ?
+                """, [.integer(nowMs), .integer(Int64(attemptsMax)), .integer(Int64(limit))]).compactMap { r in
+                guard let orderId = r.string("order_id"), let packageName = r.string("package_name"), let customerId = r.string("customer_id") else {
+                    return nil
+                }
+                return PlayOrderChargeRead(orderId: orderId, packageName: packageName, customerId: customerId,
+                                           attempts: Int(r.int("attempts") ?? 0))
+            }
+        }
+    }
+
+    /// Counts a failed read of an order's charge; the next one is due at `nextAttemptMs`.
+    public func retryPlayOrderCharge(_ orderId: String, nextAttemptMs: Int64) async throws(KakinError) {
+        try await write { db in
+            try db.execute("UPDATE play_orders SET charge_attempts = charge_attempts + 1, charge_next_ms = ? WHERE order_id = ? AND charge IS NULL",
+                           [.integer(nextAttemptMs), .text(orderId)])
+        }
+    }
+
     static let playAcknowledgementTable = DurableJobTable(
         name: "play_acknowledgements", key: "purchase_token",
         columns: "purchase_token, package_name, product_id, kind, consume, customer_id, deadline_ms, attempts")

@@ -31,7 +31,7 @@ public struct MetricLedgerRow: Sendable, Hashable {
 
 /// A customer's stored facts for the numbers: the newest copy of every transaction it owns (consumables too), the
 /// renewal info of each of its subscriptions, its ledger entries, the purchases outside the App Store applied to it and
-/// the entitlements they give.
+/// the entitlements they give, and the Google Play orders it owns.
 public struct StoredMetricFacts: Sendable {
     public var customerId: String
     public var transactions: [TransactionPayload] = []
@@ -39,6 +39,8 @@ public struct StoredMetricFacts: Sendable {
     public var ledger: [MetricLedgerRow] = []
     public var externalPurchases: [ExternalPurchaseRow] = []
     public var externalEntitlements: [ExternalEntitlement] = []
+    /// Each Play order's newest read, as the one apply kept it (`play_orders`), read again by Play's adapter.
+    public var playOrders: [PurchaseFact] = []
 }
 
 extension KakinStore {
@@ -81,6 +83,14 @@ extension Records {
             guard let c = r.string("customer_id"),
                   let e = r.string("entitlement").flatMap({ try? JSONParser.parse($0) }).flatMap(ExternalEntitlement.init(json:)) else { continue }
             facts[c]?.externalEntitlements.append(e)
+        }
+        for r in try db.query("""
+            SELECT o.customer_id AS customer_id, o.order_id AS order_id, o.chain_id AS chain_id, o.read_at_ms AS read_at_ms,
+                o.resource AS resource, o.revocation AS revocation, o.charge AS charge, t.package_name AS package_name, t.kind AS kind
+            FROM play_orders o JOIN play_tokens t ON t.purchase_token = o.purchase_token WHERE o.customer_id IN (\(list))
+            """, ids) {
+            guard let c = r.string("customer_id"), let order = Self.playOrder(r) else { continue }
+            facts[c]?.playOrders.append(order)
         }
         return customerIds.map { facts[$0]! }
     }

@@ -3,10 +3,12 @@ import KakinCore
 extension KakinStore {
     /// The columns `paidCoinMovement(_:)` reads: a ledger entry `l` that moved paid coins, with the app and
     /// product of the transaction behind it (`t`; an outside purchase `x`; a Google Play order `po` of the token `pt`,
-    /// the app being its package).
+    /// the app being its package, the price what `orders.get` said the order charged once Kakin read it).
     static let paidCoinMovementSelect = """
         SELECT l.customer_id AS customer_id, l.seq AS seq, l.kind AS kind, l.paid_delta AS paid_delta, l.reference AS reference,
-               l.price_milli AS price_milli, l.currency AS currency, l.source AS source,
+               CASE WHEN l.price_milli IS NULL AND po.charge_total_milli IS NOT NULL THEN po.charge_total_milli ELSE l.price_milli END AS price_milli,
+               CASE WHEN l.price_milli IS NULL AND po.charge_total_milli IS NOT NULL THEN po.charge_currency ELSE l.currency END AS currency,
+               l.source AS source,
                COALESCE(t.bundle_id, x.bundle_id, pt.package_name) AS bundle_id, COALESCE(t.product_id, x.product_id, pt.product_id) AS product_id
         FROM ledger_entries l
         LEFT JOIN transactions t ON t.transaction_id = l.reference AND l.kind IN ('purchase', 'refund', 'refundReversed') AND l.source IS NULL

@@ -81,6 +81,13 @@ extension Records {
                   .text(fact.raw.jsonString), SQLValue(fact.revocation.map { Self.json($0).jsonString })])
     }
 
+    /// Keeps what an order charged (`orders.get`'s `Order`), the price the numbers count it at.
+    public func setPlayOrderCharge(_ orderId: String, order: PlayOrder) throws {
+        try db.execute("""
+            UPDATE play_orders SET charge = ?, charge_read_ms = ?, charge_total_milli = ?, charge_currency = ? WHERE order_id = ?
+            """, [.text(order.raw.jsonString), .integer(nowMs), .integer(order.totalMilli), .text(order.currency), .text(orderId)])
+    }
+
     /// Links a Play chain (`link`), and moves its tokens and orders with it.
     @discardableResult
     public func linkPlayChain(_ decision: Ownership.Decision, chainId: String, linkedBefore linked: String?) throws -> Bool {
@@ -99,6 +106,30 @@ extension Records {
             VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (purchase_token) DO NOTHING
             """, [.text(purchaseToken), .text(packageName), .text(productId), .text(kind.rawValue), .integer(consume ? 1 : 0),
                   SQLValue(customerId), .integer(deadlineMs), .integer(nextAttemptMs), .integer(nowMs)])
+    }
+
+    /// A stored order (`play_orders` joined to its token's package and kind) as Play's adapter reads it, with the
+    /// revocation kept beside it; nil for a read that no longer decodes.
+    static func playOrder(_ r: SQLRow) -> PurchaseFact? {
+        guard let orderId = r.string("order_id"), let chainId = r.string("chain_id"), let packageName = r.string("package_name"),
+              let resource = r.string("resource").flatMap({ try? JSONParser.parse($0) }) else { return nil }
+        let readAtMs = r.int("read_at_ms") ?? 0
+        var fact: PurchaseFact?
+        if r.string("kind") == PlayTokenRow.Kind.subscription.rawValue {
+            fact = (try? SubscriptionPurchaseV2(json: resource)).flatMap { s in
+                PlayPurchaseFacts.subscription(s, packageName: packageName, linkedChainId: chainId, readAtMs: readAtMs).first { $0.periodId == orderId }
+            }
+        } else {
+            fact = (try? ProductPurchaseV2(json: resource)).flatMap { PlayPurchaseFacts.product($0, packageName: packageName, readAtMs: readAtMs) }
+        }
+        guard var fact, fact.periodId == orderId else { return nil }
+        fact.revocation = r.string("revocation").flatMap { try? JSONParser.parse($0) }.flatMap(revocation)
+        // What the order charged, once the Orders API said it, over the plan's price.
+        if let charge = r.string("charge").flatMap({ try? JSONParser.parse($0) }).flatMap({ try? PlayOrder(json: $0) }) {
+            fact.priceMilli = charge.totalMilli
+            fact.currency = charge.currency
+        }
+        return fact
     }
 
     static func json(_ r: PurchaseFact.Revocation) -> JSONValue {

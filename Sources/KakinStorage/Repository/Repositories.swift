@@ -70,6 +70,8 @@ public protocol StoreJobRepository: Repository {
     func claimDuePlayAcknowledgements(nowMs: Int64, owner: String, leaseMs: Int64, limit: Int) async throws(KakinError) -> [PlayAcknowledgementJob]
     func retryPlayAcknowledgement(_ token: String, error: String, nextAttemptMs: Int64) async throws(KakinError)
     func finishPlayAcknowledgement(_ job: PlayAcknowledgementJob, state: PlayAcknowledgementJob.State, error: String?) async throws(KakinError)
+    func duePlayOrderCharges(nowMs: Int64, attemptsMax: Int, limit: Int) async throws(KakinError) -> [PlayOrderChargeRead]
+    func retryPlayOrderCharge(_ orderId: String, nextAttemptMs: Int64) async throws(KakinError)
 }
 
 /// The events outbox and webhook deliveries as the events routes read them (`EventReads`); appending is a write's

@@ -76,4 +76,18 @@ extension Schema {
         CREATE INDEX play_orders_by_chain ON play_orders(chain_id);
         CREATE INDEX play_tokens_by_customer ON play_tokens(customer_id) WHERE customer_id IS NOT NULL;
         """)
+
+    /// Migration 28: what each Play order charged, from the Orders API (`orders.get`, read after the apply's commit):
+    /// `charge` the `Order` resource, read at `charge_read_ms`, its `total` in `charge_total_milli` / `charge_currency` (what
+    /// the unused-balance report values Play's coins at); while it is unread, `charge_attempts` and `charge_next_ms` pace
+    /// the reads (an order stored before this migration is due at once).
+    static let googlePlayChargesMigration = SQLMigration(version: 28, name: "google play order charges", sql: """
+        ALTER TABLE play_orders ADD COLUMN charge TEXT;
+        ALTER TABLE play_orders ADD COLUMN charge_read_ms BIGINT;
+        ALTER TABLE play_orders ADD COLUMN charge_total_milli BIGINT;
+        ALTER TABLE play_orders ADD COLUMN charge_currency TEXT;
+        ALTER TABLE play_orders ADD COLUMN charge_attempts BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE play_orders ADD COLUMN charge_next_ms BIGINT NOT NULL DEFAULT 0;
+        CREATE INDEX play_orders_charge_due ON play_orders(charge_next_ms) WHERE charge IS NULL;
+        """)
 }

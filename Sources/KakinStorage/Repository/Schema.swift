@@ -318,5 +318,6 @@ enum Schema {
         googlePlayMigration,
         webhookDeliveryClaimsMigration,
         googlePlayChainsMigration,
+        googlePlayChargesMigration,
     ]
 }

@@ -43,6 +43,8 @@ def main(request_path, answer_path):
     answer["productAfterConsume"] = purchases.products().get(packageName=package, productId=req["productId"],
                                                              token=req["productToken"]).execute()
 
+    answer["order"] = service.orders().get(packageName=package, orderId=req["refundedOrderId"]).execute()
+
     answer["voided"] = purchases.voidedpurchases().list(packageName=package, type=1, includeQuantityBasedPartialRefund=True).execute()
 
     try:
