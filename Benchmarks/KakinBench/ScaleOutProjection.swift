@@ -71,6 +71,11 @@ struct ScaleOutProjection {
     static let boxCounts = [1, 2, 4, 8, 16]
 
     func lines() -> [String] {
+        guard kakinCPUPerRequest > 0, postgresCPUPerRequest > 0 else {
+            // Less than one clock tick over the whole run: too little to divide by.
+            return [String(format: "%@: Kakin %.0f µs and PostgreSQL %.0f µs of CPU per request (this run): too little CPU was read for a projection",
+                           path, kakinCPUPerRequest * 1e6, postgresCPUPerRequest * 1e6)]
+        }
         let cores = Double(coresPerBox)
         let perKakinBox = cores / kakinCPUPerRequest
         let postgresBox = cores / postgresCPUPerRequest
