@@ -10,18 +10,23 @@ public enum JSONParser {
     public static let depthMaxDefault = 64
 
     public static func parse(_ bytes: [UInt8], depthMax: Int = depthMaxDefault) throws(JSONParseError) -> JSONValue {
-        try bytes.withUnsafeBufferPointer { buf throws(JSONParseError) in
-            var p = Cursor(buf: buf, depthMax: depthMax)
-            p.skipSpace()
-            let value = try p.parseValue(depth: 0)
-            p.skipSpace()
-            if p.i != buf.count { throw p.fail("unexpected data after the document") }
-            return value
-        }
+        try bytes.withUnsafeBufferPointer { buf throws(JSONParseError) in try parse(buf, depthMax: depthMax) }
     }
 
+    /// Parses the string's own UTF-8 in place (no copy into an array first: a status read parses a few of these).
     public static func parse(_ text: String, depthMax: Int = depthMaxDefault) throws(JSONParseError) -> JSONValue {
-        try parse(Array(text.utf8), depthMax: depthMax)
+        var text = text
+        // `withUTF8` rethrows untyped errors: the typed one travels in a Result.
+        return try text.withUTF8 { buf in Result { () throws(JSONParseError) in try parse(buf, depthMax: depthMax) } }.get()
+    }
+
+    static func parse(_ buf: UnsafeBufferPointer<UInt8>, depthMax: Int) throws(JSONParseError) -> JSONValue {
+        var p = Cursor(buf: buf, depthMax: depthMax)
+        p.skipSpace()
+        let value = try p.parseValue(depth: 0)
+        p.skipSpace()
+        if p.i != buf.count { throw p.fail("unexpected data after the document") }
+        return value
     }
 
     /// The UTF-8 text of `bytes`, nil if invalid. ASCII, nearly every JSON string, needs no validation, and

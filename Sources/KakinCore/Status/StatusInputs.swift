@@ -85,11 +85,12 @@ public enum StatusInputs {
     /// latest transaction was upgraded away, and the engine then looks for the time another instance of
     /// the group took over, which may be any of its transactions.
     public static func needsWholeHistory(_ selected: [TransactionPayload]) -> Bool {
-        var latest: [String: TransactionPayload] = [:]
-        for t in selected where t.type == .autoRenewable {
-            if let kept = latest[t.originalTransactionId], !StatusOrder.purchasedBefore(kept, t) { continue }
-            latest[t.originalTransactionId] = t
+        // Indices, not copies: a payload is a large value, and this runs on every status read.
+        var latest: [String: Int] = [:]
+        for (index, t) in selected.enumerated() where t.type == .autoRenewable {
+            if let kept = latest[t.originalTransactionId], !StatusOrder.purchasedBefore(selected[kept], t) { continue }
+            latest[t.originalTransactionId] = index
         }
-        return latest.values.contains(where: \.isUpgraded)
+        return latest.values.contains { selected[$0].isUpgraded }
     }
 }

@@ -39,7 +39,7 @@ public enum StoredStatusFields {
     }
 
     static func decode(_ stored: String) -> JSONValue? {
-        if stored.utf8.first == UInt8(ascii: "{") { return try? JSONParser.parse(Array(stored.utf8)) }
+        if stored.utf8.first == UInt8(ascii: "{") { return try? JSONParser.parse(stored) }
         return StoredJWS.payload(stored)
     }
 }

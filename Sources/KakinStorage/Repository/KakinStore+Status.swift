@@ -16,44 +16,59 @@ public struct CustomerSnapshot: Sendable {
 
 extension Records {
     /// Everything the status engine needs about one customer (nil if never seen), from its status inputs: a bounded
-    /// handful of rows however long its history. When `StatusInputs.needsWholeHistory` says the handful can't
-    /// stand for the whole, read `wholeHistory` instead.
+    /// handful of rows however long its history, in one statement (`statusInputsSQL`). When
+    /// `StatusInputs.needsWholeHistory` says the handful can't stand for the whole, read `wholeHistory` instead.
     public func statusInputs(_ customerId: String) throws -> CustomerSnapshot? {
-        guard let row = try db.queryOne("""
-            SELECT c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms,
-                   c.consent_rescinded_at_ms AS consent_rescinded_at_ms, w.paid AS paid, w.free AS free,
-                   h.last_sequence AS version, h.status_view AS status_view, c.has_external AS has_external
-            FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
-                LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
-            WHERE c.customer_id = ?
-            """, [.text(customerId)]) else { return nil }
-        let customer = KakinStore.Customer(customerId: customerId, appAccountToken: row.string("app_account_token") ?? "",
-                                           createdAtMs: row.int("created_at_ms") ?? 0,
-                                           consentRescindedAtMs: row.int("consent_rescinded_at_ms"))
-        let wallet = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
-        let version = row.int("version") ?? 0
-        let statusView = row.string("status_view")
-        let txs = try db.query("""
-            SELECT COALESCE(status_json, jws) AS payload FROM transactions WHERE customer_id = ? AND status_input = 1 AND \(KakinStore.statusInputTypes)
-            LIMIT ?
-            """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        // Entitlements bought outside the App Store (migration 14): read only for a customer who has any.
-        let external = (row.int("has_external") ?? 0) != 0 ? try KakinStore.externalEntitlements(db, customerId) : []
-        guard !txs.isEmpty else {
-            return CustomerSnapshot(customer: customer, history: CustomerHistory(external: external), wallet: wallet, version: version,
-                                    statusView: statusView)
+        let id = SQLValue.text(customerId)
+        let rowsMax = SQLValue.integer(Int64(KakinStore.historyRowsMax))
+        let rows = try db.query(Self.statusInputsSQL, [id, id, rowsMax, id, rowsMax, id, id, .integer(Int64(Self.externalRowsMax))])
+        var snapshot: CustomerSnapshot?
+        var transactions: [TransactionPayload] = [], renewalInfos: [RenewalInfoPayload] = [], external: [ExternalEntitlement] = []
+        for row in rows {
+            let payload = row.string("payload") ?? ""
+            switch row.int("part") {
+            case 0:
+                let customer = KakinStore.Customer(customerId: customerId, appAccountToken: row.string("app_account_token") ?? "",
+                                                   createdAtMs: row.int("created_at_ms") ?? 0,
+                                                   consentRescindedAtMs: row.int("consent_rescinded_at_ms"))
+                snapshot = CustomerSnapshot(customer: customer, history: CustomerHistory(),
+                                            wallet: WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0),
+                                            version: row.int("version") ?? 0, statusView: row.string("status_view"))
+            case 1: StoredStatusFields.transaction(payload).map { transactions.append($0) }
+            case 2: StoredStatusFields.renewalInfo(payload).map { renewalInfos.append($0) }
+            default: (try? JSONParser.parse(payload)).flatMap(ExternalEntitlement.init(json:)).map { external.append($0) }
+            }
         }
-        // Only the status-input index may answer the subquery (no product_type test, which another index would
-        // take and then visit every transaction of the customer); only subscriptions have renewal info anyway.
-        let renewals = try db.query("""
+        snapshot?.history = CustomerHistory(transactions: transactions, renewalInfos: renewalInfos, external: external)
+        return snapshot
+    }
+
+    /// `statusInputs`' one statement: the customer's row (part 0: customer, wallet and event head), its status-input
+    /// transactions (1), their renewal infos (2) and, for a customer who has any (migration 14), its entitlements bought
+    /// outside the App Store (3). Each part's rows are bounded by its own LIMIT; the parts come in any order. Only the
+    /// status-input index may answer part 2's subquery (no product_type test, which another index would take and then
+    /// visit every transaction of the customer); only subscriptions have renewal info anyway.
+    static let statusInputsSQL = """
+        SELECT 0 AS part, c.app_account_token AS app_account_token, c.created_at_ms AS created_at_ms,
+               c.consent_rescinded_at_ms AS consent_rescinded_at_ms, w.paid AS paid, w.free AS free,
+               h.last_sequence AS version, h.status_view AS status_view, NULL AS payload
+        FROM customers c LEFT JOIN wallets w ON w.customer_id = c.customer_id
+            LEFT JOIN outbox_heads h ON h.customer_id = c.customer_id
+        WHERE c.customer_id = ?
+        UNION ALL
+        SELECT 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, payload FROM (
+            SELECT COALESCE(status_json, jws) AS payload FROM transactions
+            WHERE customer_id = ? AND status_input = 1 AND \(KakinStore.statusInputTypes) LIMIT ?) t
+        UNION ALL
+        SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, payload FROM (
             SELECT COALESCE(status_json, jws) AS payload FROM renewal_infos WHERE original_transaction_id IN (
                 SELECT original_transaction_id FROM transactions WHERE customer_id = ? AND status_input = 1)
-            LIMIT ?
-            """, [.text(customerId), .integer(Int64(KakinStore.historyRowsMax))])
-        var history = Self.history(txs, renewals)
-        history.external = external
-        return CustomerSnapshot(customer: customer, history: history, wallet: wallet, version: version, statusView: statusView)
-    }
+            LIMIT ?) r
+        UNION ALL
+        SELECT 3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, payload FROM (
+            SELECT entitlement AS payload FROM external_entitlements
+            WHERE customer_id = ? AND EXISTS (SELECT 1 FROM customers WHERE customer_id = ? AND has_external <> 0) LIMIT ?) e
+        """
 
     /// The customer's whole history (the newest `historyRowsMax` transactions).
     public func wholeHistory(_ customer: KakinStore.Customer) throws -> CustomerSnapshot {
