@@ -143,7 +143,7 @@ public struct Wallets: Sendable {
         var batch = WriteBatch()
         var after = customer
         after.wallet = r.moveCoins(movement, from: customer.wallet, in: &batch)
-        try events.append(r, to: &batch, after, facts: [fact], environment: nil, bundleId: nil)
+        _ = try events.append(r, to: &batch, after, facts: [fact], environment: nil, bundleId: nil)
         try r.write(batch)
         return after.wallet
     }

@@ -188,8 +188,8 @@ extension KakinStore {
         }
         guard let row = updated else { throw KakinError(.internalError, detail: "no wallet for customer") }
         let after = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
-        let entry = ledgerInsert(m, after: after)
-        try db.execute(entry.sql, entry.parameters)
+        // Nothing reads its answer: on PostgreSQL it travels with the write's next round trip.
+        try db.executeLater([ledgerInsert(m, after: after)])
         return after
     }
 
