@@ -66,28 +66,24 @@ public struct Event: Sendable, Hashable {
 /// The outbox's one entry point for whatever changes a customer: called inside the write body that applies the
 /// change, so the events commit with it or not at all (none lost, none invented).
 public enum EventOutbox {
-    /// Appends `drafts` (in order) to `customerId`'s events inside the caller's write: reserves the next sequence
-    /// numbers (`KakinStore.reserveEventSequences`: no gap, no duplicate, whatever runs concurrently), draws an
-    /// `evt_…` id for each (a re-run body draws new ones; only the committed run's exist), and stores each event's
-    /// JSON with `data.customer` = `customerStatus`, whose `version` is set to the customer's last sequence after
-    /// this append (what `GET /v1/customers/{id}` then answers). No drafts: nothing is written, `[]`.
+    /// Appends `drafts` (in order) to `customerId`'s events after `lastSequence`, the customer's last sequence the
+    /// caller's write read (`KakinStore.appendEvents` guards it: no gap, no duplicate, whatever runs concurrently): draws
+    /// an `evt_…` id for each (a re-run body draws new ones; only the committed run's exist) and adds to `batch` the
+    /// writes storing each event's JSON with `data.customer` = `customerStatus`, whose `version` is set to the customer's
+    /// last sequence after this append (what `GET /v1/customers/{id}` then answers), and `statusView` (what the events
+    /// told, when it changed). No drafts: nothing is added, `[]`.
     /// - Parameters:
     ///   - customerStatus: the customer's status after the change, as `GET /v1/customers/{id}` answers it.
     ///   - nowMs: `createdAt` (Kakin's clock: the simulator's in local mode).
-    /// - Returns: the stored events, in sequence order.
-    /// `append` inside a use case's write.
+    /// - Returns: the events to be stored, in sequence order.
     @discardableResult
-    public static func append(_ r: Records, customerId: String, drafts: [EventDraft], customerStatus: JSONValue) throws -> [Event] {
-        try append(r.connection, customerId: customerId, drafts: drafts, customerStatus: customerStatus, nowMs: r.nowMs, ids: r.idGenerator)
-    }
-
-    public static func append(_ db: SQLConnection, customerId: String, drafts: [EventDraft], customerStatus: JSONValue,
-                              nowMs: Int64, ids: any IDGenerator) throws -> [Event] {
+    public static func append(to batch: inout WriteBatch, customerId: String, lastSequence: Int64, drafts: [EventDraft],
+                              customerStatus: JSONValue, statusView: String?, nowMs: Int64, ids: any IDGenerator) -> [Event] {
         if drafts.isEmpty { return [] }
-        let first = try KakinStore.reserveEventSequences(db, customerId: customerId, count: drafts.count)
+        let first = lastSequence + 1
         var status = customerStatus
         if case .object(var o) = status {
-            o["version"] = .int(first + Int64(drafts.count) - 1)
+            o["version"] = .int(lastSequence + Int64(drafts.count))
             status = .object(o)
         }
         var events: [Event] = []
@@ -101,7 +97,18 @@ public enum EventOutbox {
             rows.append(OutboxEventRow(eventId: event.id, customerId: customerId, sequence: event.sequence, type: draft.type.rawValue,
                                        createdAtMs: nowMs, environment: draft.environment, bundleId: draft.bundleId, payload: event.payload))
         }
-        try KakinStore.insertOutboxEvents(db, rows)
+        KakinStore.appendEvents(to: &batch, customerId: customerId, lastSequence: lastSequence, rows: rows, statusView: statusView)
+        return events
+    }
+
+    /// `append` in a write that has not read the customer's last sequence: reads it, then writes (the status view unchanged).
+    @discardableResult
+    public static func append(_ db: SQLConnection, customerId: String, drafts: [EventDraft], customerStatus: JSONValue,
+                              nowMs: Int64, ids: any IDGenerator) throws -> [Event] {
+        var batch = WriteBatch()
+        let events = append(to: &batch, customerId: customerId, lastSequence: try KakinStore.lastEventSequence(db, customerId: customerId),
+                            drafts: drafts, customerStatus: customerStatus, statusView: nil, nowMs: nowMs, ids: ids)
+        try db.write(batch)
         return events
     }
 }

@@ -10,6 +10,8 @@ extension KakinStore {
     public static let eventsPerAppendMax = 100
     /// One event's JSON, at most: it carries the customer's whole status, which is never near this.
     public static let eventPayloadBytesMax = 1 << 20
+    /// Statements one `WriteBatch` holds, at most: a coin movement's and its events' writes are a handful.
+    static let batchStatementsMax = 16
     /// Rows a filtered feed page looks at, at most: a filter that matches rarely still answers in bounded time,
     /// with a cursor past what it skipped.
     public static let feedScanRowsMax = 5_000

@@ -65,13 +65,16 @@ func settle(_ database: any SQLDatabase) async throws {
 /// Appends events of `types` for `customer` inside `db`'s current write, as `KakinEvents.EventOutbox.append` does.
 @discardableResult
 func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs: Int64 = 1_790_000_000_000) throws -> [OutboxEventRow] {
-    let first = try KakinStore.reserveEventSequences(db, customerId: customer, count: types.count)
+    let last = try KakinStore.lastEventSequence(db, customerId: customer)
+    let first = last + 1
     let rows = types.enumerated().map { i, type in
         let id = "evt_\(UUID().uuidString.lowercased())"
         return OutboxEventRow(eventId: id, customerId: customer, sequence: first + Int64(i), type: type, createdAtMs: atMs, environment: "Sandbox",
                               bundleId: "com.example", payload: #"{"id":"\#(id)","sequence":\#(first + Int64(i)),"type":"\#(type)"}"#)
     }
-    try KakinStore.insertOutboxEvents(db, rows)
+    var batch = WriteBatch()
+    KakinStore.appendEvents(to: &batch, customerId: customer, lastSequence: last, rows: rows, statusView: nil)
+    try db.write(batch)
     return rows
 }
 

@@ -24,11 +24,28 @@ public struct CustomerEvents: Sendable {
     /// customer that doesn't exist.
     func recordKeepingSnapshot(_ r: Records, customerId: String, facts: [EventDraft], environment: String?,
                                bundleId: String?) throws -> (appended: Int, evaluated: EvaluatedCustomer?) {
-        guard var snapshot = try r.statusInputs(customerId) else {
+        guard let snapshot = try r.statusInputs(customerId) else {
             precondition(facts.isEmpty, "events are told about a customer that exists")
             return (0, nil)
         }
-        if StatusInputs.needsWholeHistory(snapshot.history.transactions) { snapshot = try r.wholeHistory(snapshot.customer) }
+        var batch = WriteBatch()
+        let recorded = try append(r, to: &batch, snapshot, facts: facts, environment: environment, bundleId: bundleId)
+        try r.write(batch)
+        return (recorded.appended, recorded.evaluated)
+    }
+
+    /// `recordKeepingSnapshot` for a write that read the customer's status inputs itself (`snapshot`, with the balance
+    /// the change leaves) and makes its change in `batch`: the events' writes join it, so all go to the database together.
+    func append(_ r: Records, to batch: inout WriteBatch, _ snapshot: CustomerSnapshot, facts: [EventDraft], environment: String?,
+                bundleId: String?) throws -> (appended: Int, evaluated: EvaluatedCustomer) {
+        var snapshot = snapshot
+        if StatusInputs.needsWholeHistory(snapshot.history.transactions) {
+            // Read from the database, where `batch`'s balance is not yet.
+            let wallet = snapshot.wallet
+            snapshot = try r.wholeHistory(snapshot.customer)
+            snapshot.wallet = wallet
+        }
+        let customerId = snapshot.customer.customerId
         let status = StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: r.nowMs)
         let told = snapshot.statusView.flatMap { try? JSONParser.parse($0) }.flatMap(StatusView.init(json:)) ?? StatusView()
         let now = StatusView(status)
@@ -40,14 +57,12 @@ public struct CustomerEvents: Sendable {
         }
         let json = ConsentStatus.adding(snapshot.customer,
                                         to: status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet))
-        try EventOutbox.append(r, customerId: customerId, drafts: drafts, customerStatus: json)
-        snapshot.version += Int64(drafts.count)
         // Coins moving leave the transitions as they were: the view is written only when it changed.
-        if now != told || snapshot.statusView == nil {
-            let view = now.json.jsonString
-            try r.setStatusView(customerId, view)
-            snapshot.statusView = view
-        }
+        let view = now != told || snapshot.statusView == nil ? now.json.jsonString : nil
+        EventOutbox.append(to: &batch, customerId: customerId, lastSequence: snapshot.version, drafts: drafts, customerStatus: json,
+                           statusView: view, nowMs: r.nowMs, ids: r.idGenerator)
+        snapshot.version += Int64(drafts.count)
+        if let view { snapshot.statusView = view }
         return (drafts.count, EvaluatedCustomer(snapshot, status))
     }
 }

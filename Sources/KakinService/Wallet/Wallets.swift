@@ -66,8 +66,10 @@ public struct Wallets: Sendable {
         let events = events
         let answer = try await store.transaction { r in
             try r.idempotently(customerId: s.customerId, scope: "spend", key: s.idempotencyKey, request: s.canonicalRequest) {
-                let balance = try r.wallet(s.customerId)
-                guard let split = WalletRules.split(amount: s.amount, of: balance, order: order) else {
+                // One read for the balance and for the events the spend tells.
+                let customer = try r.statusInputs(s.customerId)
+                let balance = customer?.wallet ?? WalletBalance()
+                guard let split = WalletRules.split(amount: s.amount, of: balance, order: order), let customer else {
                     let error = KakinError(.insufficientBalance, "Not enough coins: \(balance.total) available, \(s.amount) needed; nothing was spent.")
                     return IdempotentEffect(status: 409, body: error.body(requestId: requestId).serialized()) {}
                 }
@@ -76,14 +78,13 @@ public struct Wallets: Sendable {
                 let json: JSONValue = ["spendId": .string(spendId), "amount": .int(s.amount), "paidUsed": .int(split.paid),
                                        "freeUsed": .int(split.free), "wallet": after.json]
                 return IdempotentEffect(status: 201, body: json.serialized()) {
-                    let moved = try r.moveCoins(LedgerMovement(
-                        entryId: r.newEntryId(), customerId: s.customerId, atMs: r.nowMs, kind: .spend, paid: -split.paid, free: -split.free,
-                        reference: spendId, effectKey: nil, item: s.item, recipient: s.recipient))
-                    precondition(moved == after, "the answered balance is the balance the spend left")
                     var data: [String: JSONValue] = ["spendId": .string(spendId), "amount": .int(s.amount), "item": .string(s.item)]
                     if let recipient = s.recipient { data["recipient"] = .string(recipient) }
-                    try events.record(r, customerId: s.customerId, facts: [.coins(.coinsSpent, paid: -split.paid, free: -split.free,
-                                                                                  reference: spendId, data)])
+                    let moved = try Self.move(r, LedgerMovement(
+                        entryId: r.newEntryId(), customerId: s.customerId, atMs: r.nowMs, kind: .spend, paid: -split.paid, free: -split.free,
+                        reference: spendId, effectKey: nil, item: s.item, recipient: s.recipient), of: customer, events: events,
+                        telling: .coins(.coinsSpent, paid: -split.paid, free: -split.free, reference: spendId, data))
+                    precondition(moved == after, "the answered balance is the balance the spend left")
                 }
             }
         }
@@ -99,19 +100,27 @@ public struct Wallets: Sendable {
         let events = events
         let answer = try await store.transaction { r in
             try r.idempotently(customerId: g.customerId, scope: "grant", key: g.idempotencyKey, request: g.canonicalRequest) {
-                if g.deskActor != nil, try r.customer(g.customerId) == nil { throw KakinError(.customerNotFound) }
-                let balance = try r.wallet(g.customerId)
+                // One read for the balance and for the events the grant tells; nil: a new customer.
+                let customer = try r.statusInputs(g.customerId)
+                if g.deskActor != nil, customer == nil { throw KakinError(.customerNotFound) }
+                let balance = customer?.wallet ?? WalletBalance()
                 let after = WalletBalance(paid: balance.paid, free: balance.free + g.amount)
                 let entryId = r.newEntryId()
                 let json: JSONValue = ["grantId": .string(entryId), "amount": .int(g.amount), "reason": .string(g.reason), "wallet": after.json]
                 return IdempotentEffect(status: 201, body: json.serialized()) {
-                    let moved = try r.moveCoinsCreatingCustomer(LedgerMovement(
-                        entryId: entryId, customerId: g.customerId, atMs: r.nowMs, kind: .grant, paid: 0, free: g.amount,
-                        reference: g.idempotencyKey, effectKey: nil, item: g.reason))
-                    precondition(moved.balance == after, "the answered balance is the balance the grant left")
+                    let movement = LedgerMovement(entryId: entryId, customerId: g.customerId, atMs: r.nowMs, kind: .grant, paid: 0,
+                                                  free: g.amount, reference: g.idempotencyKey, effectKey: nil, item: g.reason)
                     let granted = EventDraft.coins(.coinsGranted, paid: 0, free: g.amount, reference: entryId, ["reason": .string(g.reason)])
-                    try events.record(r, customerId: g.customerId,
-                                      facts: (moved.createdCustomer ? [EventDraft(type: .customerCreated)] : []) + [granted])
+                    let moved: WalletBalance
+                    if let customer {
+                        moved = try Self.move(r, movement, of: customer, events: events, telling: granted)
+                    } else {
+                        let created = try r.moveCoinsCreatingCustomer(movement)
+                        precondition(created.createdCustomer, "a customer without status inputs does not exist")
+                        moved = created.balance
+                        try events.record(r, customerId: g.customerId, facts: [EventDraft(type: .customerCreated), granted])
+                    }
+                    precondition(moved == after, "the answered balance is the balance the grant left")
                     if let actor = g.deskActor {
                         try r.recordTimeline(customerId: g.customerId, kind: "admin.grant", reference: entryId,
                                              detail: ["by": .string(actor), "amount": .int(g.amount), "reason": .string(g.reason)])
@@ -124,6 +133,19 @@ public struct Wallets: Sendable {
             events.wake()
         }
         return answer
+    }
+
+    /// Moves coins for `customer`, whose status inputs this write read before deciding, and tells `fact` with the
+    /// status after: the movement's and the events' writes go to the database together (one round trip on
+    /// PostgreSQL). Returns the balance after.
+    static func move(_ r: Records, _ movement: LedgerMovement, of customer: CustomerSnapshot, events: CustomerEvents,
+                     telling fact: EventDraft) throws -> WalletBalance {
+        var batch = WriteBatch()
+        var after = customer
+        after.wallet = r.moveCoins(movement, from: customer.wallet, in: &batch)
+        _ = try events.append(r, to: &batch, after, facts: [fact], environment: nil, bundleId: nil)
+        try r.write(batch)
+        return after.wallet
     }
 
     /// What moving in one old balance did (`importBalances`).

@@ -72,37 +72,36 @@ extension KakinStore {
 
     // MARK: Appending (inside the writer's transaction)
 
-    /// Reserves the next `count` sequence numbers of `customerId` inside the caller's write and answers the first.
-    /// One upsert of the customer's `outbox_heads` row: concurrent appends for one customer serialize on that row
-    /// (PostgreSQL fails and re-runs one of two SERIALIZABLE transactions that both wrote it), and the numbers
-    /// roll back with the transaction, so a customer's sequence has no gap and no duplicate.
-    public static func reserveEventSequences(_ db: SQLConnection, customerId: String, count: Int) throws -> Int64 {
-        precondition((1...eventsPerAppendMax).contains(count), "events per append must be 1...\(eventsPerAppendMax)")
-        guard let last = try db.queryOne("""
-            INSERT INTO outbox_heads (customer_id, last_sequence) VALUES (?, ?)
-            ON CONFLICT (customer_id) DO UPDATE SET last_sequence = outbox_heads.last_sequence + ?
-            RETURNING last_sequence
-            """, [.text(customerId), .integer(Int64(count)), .integer(Int64(count))])?.int("last_sequence") else {
-            throw SQLError(kind: .misuse, message: "outbox_heads upsert returned no row")
-        }
-        precondition(last >= Int64(count), "a customer's last sequence is at least the count just reserved")
-        return last - Int64(count) + 1
-    }
-
-    /// Stores events whose sequences the same write reserved (`reserveEventSequences`). The unique
-    /// `(customer_id, sequence)` backs the reservation: a number used twice fails the write instead of reaching a feed.
-    /// Nothing reads their answers: on PostgreSQL they travel with the write's next round trip (`executeLater`).
-    public static func insertOutboxEvents(_ db: SQLConnection, _ rows: [OutboxEventRow]) throws {
-        precondition(rows.count <= eventsPerAppendMax, "events per append must be at most \(eventsPerAppendMax)")
-        try db.executeLater(rows.map { row in
-            precondition(row.sequence >= 1, "sequences count from 1")
+    /// Appends `rows` (sequences `lastSequence + 1…`, in order) to `customerId`'s events inside the caller's write, where
+    /// `lastSequence` was read (`statusInputs`' `version`, `lastEventSequence`): two statements added to `batch`, neither
+    /// needing the other's answer. The customer's `outbox_heads` row moves from `lastSequence` to the last row's sequence
+    /// (with `statusView`, what the events told, when given) only if it still is at `lastSequence`: a change of one
+    /// customer's events on another connection fails one of the two SERIALIZABLE writes on PostgreSQL, and SQLite has one
+    /// writer, so the guard always holds (`WriteBatch` checks the count) and the numbers, rolled back with the transaction,
+    /// have no gap and no duplicate. Then all the rows in one INSERT; the unique `(customer_id, sequence)` backs the guard.
+    public static func appendEvents(to batch: inout WriteBatch, customerId: String, lastSequence: Int64, rows: [OutboxEventRow],
+                                    statusView: String?) {
+        precondition((1...eventsPerAppendMax).contains(rows.count), "events per append must be 1...\(eventsPerAppendMax)")
+        precondition(lastSequence >= 0, "sequences count from 1")
+        let last = lastSequence + Int64(rows.count)
+        batch.add("""
+            INSERT INTO outbox_heads (customer_id, last_sequence, status_view) VALUES (?, ?, ?)
+            ON CONFLICT (customer_id) DO UPDATE SET last_sequence = excluded.last_sequence,
+                status_view = COALESCE(excluded.status_view, outbox_heads.status_view)
+            WHERE outbox_heads.last_sequence = ?
+            """, [.text(customerId), .integer(last), SQLValue(statusView), .integer(lastSequence)], changes: 1)
+        var parameters: [SQLValue] = []
+        parameters.reserveCapacity(rows.count * 8)
+        for (i, row) in rows.enumerated() {
+            precondition(row.customerId == customerId && row.sequence == lastSequence + 1 + Int64(i), "rows follow the last sequence, in order")
             precondition(row.payload.utf8.count <= eventPayloadBytesMax, "an event's JSON is at most \(eventPayloadBytesMax) bytes")
-            return SQLStatement("""
-                INSERT INTO outbox_events (event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, [.text(row.eventId), .text(row.customerId), .integer(row.sequence), .text(row.type), .integer(row.createdAtMs),
-                      SQLValue(row.environment), SQLValue(row.bundleId), .text(row.payload)])
-        })
+            parameters += [.text(row.eventId), .text(row.customerId), .integer(row.sequence), .text(row.type), .integer(row.createdAtMs),
+                           SQLValue(row.environment), SQLValue(row.bundleId), .text(row.payload)]
+        }
+        batch.add("""
+            INSERT INTO outbox_events (event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload)
+            VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows.count).joined(separator: ", "))
+            """, parameters, changes: rows.count)
     }
 
     /// The customer's last event sequence (0 before the first): the status's `version`. One primary-key lookup,

@@ -85,6 +85,12 @@ extension Records {
         return IdempotentAnswer(status: effect.status, body: effect.body, replayed: false)
     }
 
+    /// Moves coins decided from `before`, the balance this write read (`statusInputs`' wallet): the writes go into
+    /// `batch` (`write` runs it); returns the balance after.
+    public func moveCoins(_ movement: LedgerMovement, from before: WalletBalance, in batch: inout WriteBatch) -> WalletBalance {
+        KakinStore.moveCoins(movement, from: before, in: &batch)
+    }
+
     /// Moves coins for a customer who may not exist yet (a grant to a new customer creates it, with its token);
     /// `createdCustomer` says whether it did.
     public func moveCoinsCreatingCustomer(_ movement: LedgerMovement) throws -> (balance: WalletBalance, createdCustomer: Bool) {
@@ -169,14 +175,7 @@ extension KakinStore {
     static func moveCoins(_ db: SQLConnection, _ m: LedgerMovement, creatingCustomerWith newCustomerToken: (() -> String)? = nil) throws
         -> WalletBalance
     {
-        switch m.kind {
-        case .purchase, .grant, .refundReversed:
-            precondition(m.paid >= 0 && m.free >= 0, "a \(m.kind) entry credits")
-        case .spend, .refund:
-            precondition(m.paid <= 0 && m.free <= 0, "a \(m.kind) entry debits")
-        case .adjustment, .import:
-            break
-        }
+        checkSigns(m)
         func updateWallet() throws -> SQLRow? {
             try db.queryOne(
                 "UPDATE wallets SET paid = paid + ?, free = free + ?, updated_at_ms = ? WHERE customer_id = ? RETURNING paid, free",
@@ -190,15 +189,43 @@ extension KakinStore {
         guard let row = updated else { throw KakinError(.internalError, detail: "no wallet for customer") }
         let after = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
         // Nothing reads its answer: on PostgreSQL it travels with the write's next round trip.
-        try db.executeLater([SQLStatement("""
+        try db.executeLater([ledgerInsert(m, after: after)])
+        return after
+    }
+
+    /// `moveCoins` for a write that read the balance (`before`) itself: the UPDATE, guarded by that balance, and the
+    /// ledger entry go into `batch`; returns the balance after.
+    static func moveCoins(_ m: LedgerMovement, from before: WalletBalance, in batch: inout WriteBatch) -> WalletBalance {
+        checkSigns(m)
+        let after = WalletBalance(paid: before.paid + m.paid, free: before.free + m.free)
+        batch.add("UPDATE wallets SET paid = ?, free = ?, updated_at_ms = ? WHERE customer_id = ? AND paid = ? AND free = ?",
+                  [.integer(after.paid), .integer(after.free), .integer(m.atMs), .text(m.customerId), .integer(before.paid),
+                   .integer(before.free)], changes: 1)
+        let entry = ledgerInsert(m, after: after)
+        batch.add(entry.sql, entry.parameters, changes: 1)
+        return after
+    }
+
+    static func checkSigns(_ m: LedgerMovement) {
+        switch m.kind {
+        case .purchase, .grant, .refundReversed:
+            precondition(m.paid >= 0 && m.free >= 0, "a \(m.kind) entry credits")
+        case .spend, .refund:
+            precondition(m.paid <= 0 && m.free <= 0, "a \(m.kind) entry debits")
+        case .adjustment, .import:
+            break
+        }
+    }
+
+    static func ledgerInsert(_ m: LedgerMovement, after: WalletBalance) -> SQLStatement {
+        SQLStatement("""
             INSERT INTO ledger_entries (entry_id, customer_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after,
                 reference, effect_key, item, recipient, price_milli, currency, detail, source)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(m.entryId), .text(m.customerId), .integer(m.atMs), .text(m.kind.rawValue), .integer(m.paid),
                   .integer(m.free), .integer(after.paid), .integer(after.free), .text(m.reference), SQLValue(m.effectKey),
                   SQLValue(m.item), SQLValue(m.recipient), SQLValue(m.priceMilli), SQLValue(m.currency),
-                  m.detail.isNull ? .null : .text(m.detail.jsonString), SQLValue(m.source)])])
-        return after
+                  m.detail.isNull ? .null : .text(m.detail.jsonString), SQLValue(m.source)])
     }
 
     /// The stored answer of a key that exists. Same request → replay; different request → 422.

@@ -21,10 +21,4 @@ extension Records {
         }
         return (row.int("last_sequence") ?? 0, row.string("status_view"))
     }
-
-    /// Stores what the customer's events just told (after `reserveEventSequences` made the row).
-    public func setStatusView(_ customerId: String, _ view: String) throws {
-        let changed = try db.execute("UPDATE outbox_heads SET status_view = ? WHERE customer_id = ?", [.text(view), .text(customerId)])
-        precondition(changed == 1, "a status view is stored with the customer's events")
-    }
 }
