@@ -30,13 +30,15 @@ enum PostgresBenchmark {
         let (readFigures, readProjection) = try reads(workspace, options, cluster: cluster, server: server)
         result.append(readFigures)
         if let readProjection { projections.append(readProjection) }
+        for processes in processCounts {
+            let (figures, projection) = try notifications(workspace, options, cluster: cluster, processes: processes, baseline: baseline, server: server)
+            result.append(figures)
+            if processes == 1, let projection { projections.append(projection) }
+        }
         result.sections.append((
             "Scale-out projection (N Kakin boxes in front of one PostgreSQL box, each with this machine's cores; docs/operations.md)",
             server == nil ? ["PostgreSQL's CPU could not be read (the server is not on this machine): no projection"]
                 : projections.flatMap { $0.lines() }))
-        for processes in processCounts {
-            result.append(try notifications(workspace, options, cluster: cluster, processes: processes, baseline: baseline))
-        }
         return result
     }
 
@@ -117,7 +119,7 @@ enum PostgresBenchmark {
         let group = try KakinServerGroup.start(2, workspace: workspace, config: try workspace.writeConfig("pg-reads", database: database), name: "pg-reads")
         let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/customer-reads.lua")
         var healthz: [Wrk.Run] = [], one: [Wrk.Run] = [], two: [[Wrk.Run]] = []
-        var kakinCPU: [Double] = [], postgresCPU: [Double] = [], work: [DatabaseWork] = []
+        var kakinCPU: [Double] = [], postgresCPU: [Double] = [], work: [DatabaseWork] = [], workTwo: [DatabaseWork] = []
         do {
             try ReadsBenchmark.seedCustomers(port: group.servers[0].port)
             for _ in 0..<options.repetitions {
@@ -133,8 +135,10 @@ enum PostgresBenchmark {
                 kakinCPU.append(cpuSeconds / Double(max(1, run.requests)))
                 if let postgresBefore, let after = try server?.cpuSeconds { postgresCPU.append((after - postgresBefore) / Double(max(1, run.requests))) }
                 work.append(try group.databaseWork() - workBefore)
+                let workTogetherBefore = try group.databaseWork()
                 two.append(try Wrk.runTogether(urls: group.urls, seconds: options.loadSeconds, connections: options.connections, script: script,
                                                scriptArguments: { _ in ["\(ReadsBenchmark.customers)"] }, workspace: workspace))
+                workTwo.append(try group.databaseWork() - workTogetherBefore)
             }
             try group.stop()
         } catch {
@@ -159,6 +163,7 @@ enum PostgresBenchmark {
             details: [
                 String(format: "latency p50 %.2f ms, p99 %.2f ms", median(two.flatMap { $0 }.map(\.latencyP50Ms)), median(two.flatMap { $0 }.map(\.latencyP99Ms))),
                 "runs: \(BenchResult.rates(twoRates)); 1 process: \(BenchResult.rates(oneRates))",
+                workTwo.total.perRequest(two.flatMap { $0 }.map(\.requests).reduce(0, +), "status read"),
                 "\(options.connections) connections split over the 2 processes; both run during the 1-process runs too (one idles)",
             ]))
         let all = healthz + one + two.flatMap { $0 }
@@ -172,7 +177,7 @@ enum PostgresBenchmark {
     // MARK: Notifications
 
     static func notifications(_ workspace: BenchWorkspace, _ options: BenchOptions, cluster: String, processes: Int,
-                              baseline: () throws -> Double) throws -> BenchResult {
+                              baseline: () throws -> Double, server: PostgresServerCPU?) throws -> (BenchResult, ScaleOutProjection?) {
         let threadsEach = max(1, Wrk.threadCount(connections: options.connections) / processes)
         let poolEach = min(NotificationsBenchmark.poolMax, NotificationsBenchmark.poolPerSecond * options.loadSeconds) / processes
         let pools = try (0..<processes).map {
@@ -181,19 +186,24 @@ enum PostgresBenchmark {
         }
         let script = RequestPool.script(workspace)
         var result = BenchResult()
-        var rates: [Double] = [], baselines: [Double] = [], runs: [Wrk.Run] = [], cpuPer: [Double] = []
+        var rates: [Double] = [], baselines: [Double] = [], runs: [Wrk.Run] = [], cpuPer: [Double] = [], postgresCPUPer: [Double] = []
         var engine: [String: Double] = [:]
+        var work: [DatabaseWork] = [], answered = 0
         for repetition in 0..<options.repetitions {
             baselines.append(try baseline())
             let name = "pg-notifications-\(processes)-\(repetition)"
             let database = try workspace.postgresSchema(name, cluster: cluster)
             let group = try KakinServerGroup.start(processes, workspace: workspace, config: try workspace.writeConfig(name, database: database), name: name)
             do {
+                let postgresBefore = try server?.cpuSeconds
+                let workBefore = try group.databaseWork()
                 let (together, cpuSeconds) = try group.measuringCPU {
                     try Wrk.runTogether(urls: group.urls, seconds: options.loadSeconds + Wrk.drainSeconds, connections: options.connections, script: script,
                                         scriptArguments: { pools[$0].scriptArguments(loadSeconds: options.loadSeconds, expectedStatus: 200) },
                                         workspace: workspace)
                 }
+                let postgresAfter = try server?.cpuSeconds
+                work.append(try group.databaseWork() - workBefore)
                 let stored = try group.servers.map { try NotificationsBenchmark.counter("kakin_notifications_received_total", port: $0.port) }.reduce(0, +)
                 engine = try group.databaseCounters()
                 try group.stop()
@@ -201,6 +211,8 @@ enum PostgresBenchmark {
                 let loadMs = try together.map { try $0.count("loadms") }.max() ?? 1
                 rates.append(Double(ok) / (Double(max(1, loadMs)) / 1000))
                 cpuPer.append(cpuSeconds / Double(max(1, ok)))
+                if let postgresBefore, let postgresAfter { postgresCPUPer.append((postgresAfter - postgresBefore) / Double(max(1, ok))) }
+                answered += ok
                 runs += together
                 let socketErrors = together.map(\.socketErrors).reduce(0, +)
                 result.check("PostgreSQL notifications, \(label(processes)), run \(repetition + 1): \(BenchResult.grouped(ok)) answered 200 = "
@@ -217,11 +229,17 @@ enum PostgresBenchmark {
             details: [
                 String(format: "latency p50 %.2f ms, p99 %.2f ms", median(runs.map(\.latencyP50Ms)), median(runs.map(\.latencyP99Ms))),
                 "notifications: \(BenchResult.rates(rates)); single-row commits: \(BenchResult.rates(baselines))",
-                String(format: "kakin serve CPU per notification: %.0f µs (all processes; ingesting, and processing as far as it got)", median(cpuPer) * 1e6),
+                String(format: "kakin serve CPU per notification: %.0f µs (all processes; ingesting, and processing as far as it got)", median(cpuPer) * 1e6)
+                    + (postgresCPUPer.isEmpty ? "" : String(format: "; PostgreSQL's: %.0f µs (its processes, from /proc)", median(postgresCPUPer) * 1e6)),
+                work.total.perRequest(answered, "notification (ingested, and processed as far as it got)"),
                 engine.databaseSummary,
                 "\(BenchResult.grouped(poolEach * processes)) pre-signed notifications per run (a fresh schema each), split over \(label(processes))",
             ]))
-        return result
+        let total = work.total
+        let projection = postgresCPUPer.isEmpty ? nil : ScaleOutProjection(
+            path: "notifications (ingested, and processed as far as they got)", kakinCPUPerRequest: median(cpuPer), postgresCPUPerRequest: median(postgresCPUPer),
+            writesPerCommit: total.commits > 0 ? total.bodies / total.commits : nil, singleRowCommitsPerSecond: median(baselines))
+        return (result, projection)
     }
 }
 

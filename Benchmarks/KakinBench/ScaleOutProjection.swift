@@ -42,13 +42,16 @@ struct PostgresServerCPU {
         }
     }
 
-    /// Fields of `/proc/PID/stat` after the command's ")": ppid is the 2nd, utime…cstime the 12th to 15th.
+    /// Fields of `/proc/PID/stat` after the command's ")" (proc(5) numbers them from 1 with the pid; the first after ")" is
+    /// field 3, the state): ppid is field 4, utime…cstime fields 14 to 17. (Field 5 is the process group: every backend
+    /// has its own, so reading it as the parent counted no live backend and left only the reaped ones' `cutime`.)
     private static func times(_ pid: Int32) throws -> (parent: Int32, user: Double, system: Double, childrenUser: Double, childrenSystem: Double) {
         let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
         guard let close = stat.lastIndex(of: ")") else { throw SubprocessFailure(description: "unexpected /proc/\(pid)/stat") }
         let f = stat[stat.index(after: close)...].split(separator: " ")
-        guard f.count > 14, let parent = Int32(f[2]), let u = Double(f[12 - 1]), let s = Double(f[13 - 1]), let cu = Double(f[14 - 1]),
-              let cs = Double(f[15 - 1]) else { throw SubprocessFailure(description: "unexpected /proc/\(pid)/stat") }
+        func field(_ number: Int) -> Substring { f[number - 3] }
+        guard f.count > 17 - 3, let parent = Int32(field(4)), let u = Double(field(14)), let s = Double(field(15)), let cu = Double(field(16)),
+              let cs = Double(field(17)) else { throw SubprocessFailure(description: "unexpected /proc/\(pid)/stat") }
         return (parent, u, s, cu, cs)
     }
 }
@@ -68,6 +71,11 @@ struct ScaleOutProjection {
     static let boxCounts = [1, 2, 4, 8, 16]
 
     func lines() -> [String] {
+        guard kakinCPUPerRequest > 0, postgresCPUPerRequest > 0 else {
+            // Less than one clock tick over the whole run: too little to divide by.
+            return [String(format: "%@: Kakin %.0f µs and PostgreSQL %.0f µs of CPU per request (this run): too little CPU was read for a projection",
+                           path, kakinCPUPerRequest * 1e6, postgresCPUPerRequest * 1e6)]
+        }
         let cores = Double(coresPerBox)
         let perKakinBox = cores / kakinCPUPerRequest
         let postgresBox = cores / postgresCPUPerRequest

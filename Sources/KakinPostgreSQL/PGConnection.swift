@@ -18,8 +18,10 @@ import KakinStorage
 /// Round trips are what a statement costs most (the server wakes up, answers, Kakin's thread wakes up), so
 /// the engine's own statements can wait (`later`) and travel with the next body statement in one round
 /// trip (libpq's pipeline mode): `BEGIN` with a read's first query, `RELEASE SAVEPOINT w; SAVEPOINT w`
-/// with the next write's first statement; a statement new to the connection goes with its `PREPARE`; and
-/// `executeBatch` sends a body's statements whose answers it does not need in between all at once.
+/// with the next write's first statement; a statement new to the connection goes with its `PREPARE`;
+/// `executeBatch` sends a body's statements whose answers it does not need in between all at once; and a write
+/// body's `executeLater` statements wait like the engine's, so a body's last writes travel with the savepoint
+/// turnover and the next body's first statement, or with `COMMIT`.
 final class PGConnection: SQLConnection {
     var dialect: SQLDialect { .postgresql }
 
@@ -33,10 +35,23 @@ final class PGConnection: SQLConnection {
     /// Set when any statement failed with a serialization failure or a deadlock (SQLSTATE 40001/40P01),
     /// even if a body caught the error: the transaction must then be re-run as a whole.
     private(set) var sawSerializationFailure = false
-    /// Engine statements waiting to go out ahead of the next statement.
-    private var waiting: [String] = []
+    /// Statements waiting to go out ahead of the next statement, in order.
+    private var waiting: [Waiting] = []
     /// Set when one of the waiting engine statements failed (the error a body then saw is not its own).
     private(set) var engineStatementFailed = false
+    /// Set when a body's `executeLater` statement failed after it was queued (the writer runs the write again
+    /// with `defersLater` off, so the body that queued it sees its error).
+    private(set) var laterStatementFailed = false
+    /// Whether `executeLater` statements wait for the next round trip (a writer's attempt) or run at once.
+    var defersLater = false
+    /// Which body of the writer's batch queues `executeLater` statements now (`dropLater(ofBody:)`).
+    var currentBody = 0
+
+    /// A statement waiting for the next round trip: the engine's own, or a body's `executeLater`.
+    private enum Waiting {
+        case engine(String)
+        case later(BoundStatement, body: Int)
+    }
     /// Statements and round trips since the owning thread last took them (`takeWork`).
     private var work = SQLWorkCounts()
     /// A reader's connection: its body statements are counted as reads.
@@ -94,19 +109,39 @@ final class PGConnection: SQLConnection {
     func resetFailureFlags() {
         sawSerializationFailure = false
         engineStatementFailed = false
+        laterStatementFailed = false
     }
 
     /// The statements and round trips counted since the last call, for the statistics.
     func takeWork() -> SQLWorkCounts { work.take() }
 
     /// Queues engine statements (no parameters) to go out with the next statement, in its round trip.
-    func later(_ statements: String...) { waiting += statements }
+    func later(_ statements: String...) { waiting += statements.map(Waiting.engine) }
 
     /// Whether engine statements are still waiting (nothing has been sent since `later`).
-    var hasWaiting: Bool { !waiting.isEmpty }
+    var hasWaiting: Bool {
+        waiting.contains { if case .engine = $0 { true } else { false } }
+    }
 
-    /// Forgets the waiting engine statements (the transaction they belonged to is given up).
-    func dropWaiting() { waiting.removeAll() }
+    /// Forgets the waiting statements (the transaction they belonged to is given up).
+    func dropWaiting() {
+        unregister(waiting)
+        waiting.removeAll()
+    }
+
+    /// Forgets the `executeLater` statements `body` queued and that are still waiting (the body threw: they never go out).
+    func dropLater(ofBody body: Int) {
+        let ofBody: (Waiting) -> Bool = { if case .later(_, body: body) = $0 { true } else { false } }
+        unregister(waiting.filter(ofBody))
+        waiting.removeAll(where: ofBody)
+    }
+
+    /// A statement dropped before it was sent was not prepared on the server either: prepare it when next used.
+    private func unregister(_ dropped: [Waiting]) {
+        for case .later(let statement, _) in dropped where statement.prepared.unprepared != nil {
+            statements.removeValue(forKey: statement.prepared.key)
+        }
+    }
 
     // MARK: Engine statements
 
@@ -119,7 +154,7 @@ final class PGConnection: SQLConnection {
     func run(_ sql: String) throws -> String {
         guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed", sql: sql) }
         if !waiting.isEmpty {
-            let statements = waiting + [sql]
+            let statements = waiting + [.engine(sql)]
             waiting.removeAll()
             return try pipeline(statements, then: []).lastTag
         }
@@ -133,7 +168,7 @@ final class PGConnection: SQLConnection {
 
     /// Rolls back whatever transaction is open; used after an error left one behind.
     func rollbackIfInTransaction() {
-        waiting.removeAll()
+        dropWaiting()
         guard inTransaction else { return }
         _ = try? run("ROLLBACK")
     }
@@ -212,7 +247,17 @@ final class PGConnection: SQLConnection {
         if readsOnly { work.readStatements += 1 } else { work.writeStatements += 1 }
     }
 
-    /// All of `statements` (and the waiting engine statements ahead of them) in one round trip.
+    /// In a writer's attempt (`defersLater`): bound now (a misuse throws here), sent with the next round trip.
+    func executeLater(_ statements: [SQLStatement]) throws {
+        guard defersLater else {
+            try executeBatch(statements)
+            return
+        }
+        for statement in statements { waiting.append(.later(try boundStatement(statement.sql, statement.parameters), body: currentBody)) }
+    }
+
+    /// All of `statements` (and the waiting statements ahead of them) in one round trip.
+    @discardableResult
     func executeBatch(_ statements: [SQLStatement]) throws -> [Int] {
         if statements.isEmpty { return [] }
         var bound: [BoundStatement] = []
@@ -239,20 +284,18 @@ final class PGConnection: SQLConnection {
         var unprepared: (text: String, types: [Oid])?
     }
 
-    /// Sends `engine` statements, then the body statements (each prepared first when new to this connection), and
-    /// one sync, in one round trip; then reads every answer in order.
+    /// Sends the `queued` statements (engine statements and `executeLater` ones, in order), then the body statements
+    /// (each prepared first when new to this connection), and one sync, in one round trip; then reads every answer in order.
     /// - Returns: each body statement's result (the caller clears them) and the last engine statement's tag.
-    /// - Throws: the first engine statement's error (with `engineStatementFailed` set), else the first body
-    ///   statement's (the server skipped the ones after it).
-    private func pipeline(_ engine: [String], then bodyStatements: [BoundStatement]) throws -> (results: [OpaquePointer?], lastTag: String) {
+    /// - Throws: the first waiting statement's error (with `engineStatementFailed` or `laterStatementFailed` set), else
+    ///   the first body statement's (the server skipped the ones after it).
+    private func pipeline(_ queued: [Waiting], then bodyStatements: [BoundStatement]) throws -> (results: [OpaquePointer?], lastTag: String) {
         guard let conn else { throw SQLError(kind: .unavailable, message: "connection is closed") }
         guard PQenterPipelineMode(conn) == 1 else { throw SQLError(kind: .database, message: "cannot enter pipeline mode: \(Self.text(PQerrorMessage(conn)))") }
         work.roundTrips += 1
-        work.transactionControlStatements += engine.count
-        for _ in bodyStatements { countBodyStatement() }
         var sent = true
-        for sql in engine { sent = sent && PQsendQueryParams(conn, sql, 0, nil, nil, nil, nil, 0) == 1 }
-        for statement in bodyStatements {
+        func send(_ statement: BoundStatement) {
+            countBodyStatement()
             let prepared = statement.prepared
             if let unprepared = prepared.unprepared {
                 sent = sent && unprepared.types.withUnsafeBufferPointer {
@@ -261,6 +304,16 @@ final class PGConnection: SQLConnection {
             }
             sent = sent && withOptionalCStrings(statement.texts) { PQsendQueryPrepared(conn, prepared.name, Int32(statement.texts.count), $0, nil, nil, 0) } == 1
         }
+        for item in queued {
+            switch item {
+            case .engine(let sql):
+                work.transactionControlStatements += 1
+                sent = sent && PQsendQueryParams(conn, sql, 0, nil, nil, nil, nil, 0) == 1
+            case .later(let statement, _):
+                send(statement)
+            }
+        }
+        for statement in bodyStatements { send(statement) }
         sent = sent && PQpipelineSync(conn) == 1
         // Every answer is read even after a failure, so the connection leaves pipeline mode clean.
         var engineError: (any Error)?
@@ -271,20 +324,8 @@ final class PGConnection: SQLConnection {
             return result
         }
         func aborted(_ result: OpaquePointer?) -> Bool { result.map(PQresultStatus) == PGRES_PIPELINE_ABORTED }
-        for sql in engine where sent {
-            let result = next()
-            defer { PQclear(result) }
-            if aborted(result) { continue }
-            do {
-                try check(result, sql: sql)
-                lastTag = Self.text(PQcmdStatus(result))
-            } catch {
-                engineError = engineError ?? error
-            }
-        }
-        var results: [OpaquePointer?] = []
-        var bodyError: (any Error)?
-        for statement in bodyStatements where sent {
+        /// A body statement's answer, or nil after its own error (or its PREPARE's) or a skipped one; the first error goes to `error`.
+        func answer(_ statement: BoundStatement, failure: inout (any Error)?) -> OpaquePointer? {
             if statement.prepared.unprepared != nil {
                 let result = next()
                 defer { PQclear(result) }
@@ -292,23 +333,46 @@ final class PGConnection: SQLConnection {
                     // Not prepared on the server (refused, or skipped after an earlier error): prepare it again next time.
                     statements.removeValue(forKey: statement.prepared.key)
                     if !aborted(result) {
-                        do { try check(result, sql: statement.sql) } catch { bodyError = bodyError ?? error }
+                        do { try check(result, sql: statement.sql) } catch { failure = failure ?? error }
                     }
                 }
             }
             let result = next()
-            if engineError == nil, bodyError == nil, !aborted(result) {
+            if failure == nil, !aborted(result) {
                 do {
                     try check(result, sql: statement.sql)
-                    results.append(result)
-                    continue
+                    return result
                 } catch {
-                    bodyError = error
+                    failure = error
                 }
             }
             PQclear(result)
-            results.append(nil)
+            return nil
         }
+        var laterError: (any Error)?
+        for item in queued where sent {
+            switch item {
+            case .engine(let sql):
+                let result = next()
+                defer { PQclear(result) }
+                if aborted(result) { continue }
+                do {
+                    try check(result, sql: sql)
+                    lastTag = Self.text(PQcmdStatus(result))
+                } catch {
+                    engineError = engineError ?? error
+                }
+            case .later(let statement, _):
+                var error: (any Error)?
+                PQclear(answer(statement, failure: &error))
+                laterError = laterError ?? error
+            }
+        }
+        var results: [OpaquePointer?] = []
+        // After a waiting statement's error the body statements' answers are only read (the server skipped them).
+        var firstError = engineError ?? laterError
+        for statement in bodyStatements where sent { results.append(answer(statement, failure: &firstError)) }
+        let bodyError = engineError == nil && laterError == nil ? firstError : nil
         if sent {
             // The sync's own answer (PGRES_PIPELINE_SYNC), unless the connection died.
             if let sync = PQgetResult(conn) { PQclear(sync) }
@@ -323,6 +387,9 @@ final class PGConnection: SQLConnection {
         } else if let engineError {
             engineStatementFailed = true
             failure = engineError
+        } else if let laterError {
+            laterStatementFailed = true
+            failure = laterError
         } else {
             failure = bodyError
         }

@@ -60,6 +60,9 @@ final class PostgresWriter {
         case again(serialization: Bool, error: any Error)
         /// Every job was resumed already (failed, or the outcome is unknown).
         case settled
+        /// A body's `executeLater` statement failed after the body returned: nothing was committed; the same bodies
+        /// run again with those statements sent at once, so the body that queued it sees its error.
+        case laterStatementFailed
     }
 
     /// Commits `jobs`, running them again after serialization failures (halving the batch each time, so
@@ -75,7 +78,14 @@ final class PostgresWriter {
                 Thread.sleep(forTimeInterval: Double(run.pauseMicroseconds) / 1_000_000)
             }
             let bodies = jobs[(jobs.startIndex + run.bodies.lowerBound)..<(jobs.startIndex + run.bodies.upperBound)]
-            let attempted = run.runsAlone ? gate.runAlone { runTransaction(bodies) } : gate.runTogether { runTransaction(bodies) }
+            let attempt = {
+                let first = self.runTransaction(bodies, defersLater: true)
+                guard case .laterStatementFailed = first else { return first }
+                let second = self.runTransaction(bodies, defersLater: false)
+                if case .laterStatementFailed = second { preconditionFailure("executeLater statements run at once when not deferred") }
+                return second
+            }
+            let attempted = run.runsAlone ? gate.runAlone(attempt) : gate.runTogether(attempt)
             guard case .again(let serialization, let error) = attempted else { continue }
             switch plan.failed(run, serialization ? .serialization : .connection, using: &random) {
             case .rerun:
@@ -98,8 +108,9 @@ final class PostgresWriter {
 
     /// One attempt: BEGIN, each body in its own savepoint (a batch of one needs none), COMMIT. The engine's
     /// statements travel with the next body statement (`PGConnection.later`): BEGIN with the first body's
-    /// first statement, the savepoint turnover with the next body's, so they cost no round trip of their own.
-    private func runTransaction(_ jobs: ArraySlice<PGWriteJob>) -> Attempt {
+    /// first statement, the savepoint turnover with the next body's, so they cost no round trip of their own;
+    /// with `defersLater`, so do a body's `executeLater` statements (ahead of the turnover, or of COMMIT).
+    private func runTransaction(_ jobs: ArraySlice<PGWriteJob>, defersLater: Bool) -> Attempt {
         let connection: PGConnection
         do {
             connection = try session.live(.writer)
@@ -111,6 +122,8 @@ final class PostgresWriter {
         let savepoints = jobs.count > 1
         connection.resetFailureFlags()
         connection.dropWaiting()
+        connection.defersLater = defersLater
+        defer { connection.defersLater = false }
         if savepoints {
             connection.later("BEGIN ISOLATION LEVEL SERIALIZABLE", "SAVEPOINT w")
         } else {
@@ -119,8 +132,9 @@ final class PostgresWriter {
         var outcomes: [PGWriteOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         for (offset, job) in jobs.enumerated() {
+            connection.currentBody = offset
             var outcome = job.run(connection)
-            if connection.isBroken || connection.sawSerializationFailure || connection.engineStatementFailed
+            if connection.isBroken || connection.sawSerializationFailure || connection.engineStatementFailed || connection.laterStatementFailed
                 || Self.isStandbyRefusal(outcome.bodyError) {
                 return abandon(connection, error: outcome.bodyError ?? SQLError(kind: .conflict, message: "serialization failure"), jobs: jobs)
             }
@@ -131,6 +145,8 @@ final class PostgresWriter {
                 outcome = PGWriteOutcome(bodyError: error) { job.fail(error) }
             }
             let isLast = offset == jobs.count - 1
+            // A body that threw: what it queued with `executeLater` never goes out.
+            if outcome.bodyError != nil { connection.dropLater(ofBody: offset) }
             if outcome.bodyError != nil, !savepoints {
                 // Alone in its transaction: roll it back (or never begin it, if the body ran no statement).
                 if connection.hasWaiting {
@@ -195,6 +211,7 @@ final class PostgresWriter {
         if connection.sawSerializationFailure || (error as? SQLError)?.kind == .conflict {
             return .again(serialization: true, error: error)
         }
+        if connection.laterStatementFailed { return .laterStatementFailed }
         fail(jobs, error, outcomeUnknown: false)
         return .settled
     }

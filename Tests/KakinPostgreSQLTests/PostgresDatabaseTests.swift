@@ -33,6 +33,11 @@ struct ExpectedFailure: Error, Equatable {
     let id: Int
 }
 
+/// A body's error, caught where it queued the statement that failed.
+struct SeenWhereQueued: Error {
+    let kind: SQLError.Kind
+}
+
 @Suite(.postgreSQL) struct PostgresWriteAndReadTests {
     @Test func writeThenReadReturnsTheRow() async throws {
         try await withPostgres { db in
@@ -131,6 +136,59 @@ struct ExpectedFailure: Error, Equatable {
             #expect(try await db.read { try $0.query("SELECT k FROM t", []) }.isEmpty)
             try await db.write { try $0.executeBatch([SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("d"), .integer(4)])]) }
             #expect(try await db.read { try $0.queryOne("SELECT v FROM t WHERE k = ?", "d")?.int("v") } == 4)
+        }
+    }
+
+    @Test func aBodysStatementsQueuedForLaterTravelWithTheCommitAndCostNoRoundTripOfTheirOwn() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v BIGINT NOT NULL)", []) }
+            try await db.write { try $0.execute("INSERT INTO t (k, v) VALUES (?, ?)", "warm", 0) }
+            try await db.write { try $0.queryOne("SELECT v FROM t WHERE k = ?", "warm") }
+            let before = db.statistics.work
+            try await db.write { connection in
+                let v = try connection.queryOne("SELECT v FROM t WHERE k = ?", "warm")?.int("v") ?? -1
+                try connection.executeLater([SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("a"), .integer(v + 1)]),
+                                             SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("b"), .integer(v + 2)])])
+            }
+            let after = db.statistics.work
+            #expect(after.writeStatements - before.writeStatements == 3)
+            // BEGIN with the SELECT, the two INSERTs with COMMIT.
+            #expect(after.roundTrips - before.roundTrips == 2)
+            #expect(try await db.read { try $0.queryOne("SELECT SUM(v) AS s FROM t", [])?.int("s") } == 3)
+        }
+    }
+
+    @Test func aStatementQueuedForLaterThatFailsFailsOnlyItsBodyWhichSeesTheErrorWhereItQueuedIt() async throws {
+        try await withPostgres(.init(writerConnections: 1)) { db in
+            try await db.write { db in
+                try db.execute("CREATE TABLE t (n BIGINT PRIMARY KEY)", [])
+                try db.execute("INSERT INTO t (n) VALUES (-1)", [])
+            }
+            let results = await withTaskGroup(of: (Int, String).self) { group in
+                for n in 0..<200 {
+                    group.addTask {
+                        do {
+                            try await db.write { db in
+                                // Every fifth body queues a key that is taken.
+                                try db.execute("SELECT 1", [])
+                                do {
+                                    try db.executeLater([SQLStatement("INSERT INTO t (n) VALUES (?)", [.integer(n % 5 == 0 ? -1 : Int64(n))])])
+                                } catch let error as SQLError {
+                                    throw SeenWhereQueued(kind: error.kind)
+                                }
+                            }
+                            return (n, "written")
+                        } catch {
+                            return (n, (error as? SeenWhereQueued)?.kind == .constraintViolation ? "constraint violation where queued" : "\(error)")
+                        }
+                    }
+                }
+                return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            #expect(results == Dictionary(uniqueKeysWithValues: (0..<200).map { ($0, $0 % 5 == 0 ? "constraint violation where queued" : "written") }))
+            let stored = try await db.read { try Set($0.query("SELECT n FROM t", []).compactMap { $0.int("n") }) }
+            #expect(stored == Set([-1] + (0..<200).filter { $0 % 5 != 0 }.map(Int64.init)))
+            #expect(db.statistics.batchSizeLargest > 1)
         }
     }
 

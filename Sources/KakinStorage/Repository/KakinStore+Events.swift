@@ -91,17 +91,18 @@ extension KakinStore {
 
     /// Stores events whose sequences the same write reserved (`reserveEventSequences`). The unique
     /// `(customer_id, sequence)` backs the reservation: a number used twice fails the write instead of reaching a feed.
+    /// Nothing reads their answers: on PostgreSQL they travel with the write's next round trip (`executeLater`).
     public static func insertOutboxEvents(_ db: SQLConnection, _ rows: [OutboxEventRow]) throws {
         precondition(rows.count <= eventsPerAppendMax, "events per append must be at most \(eventsPerAppendMax)")
-        for row in rows {
+        try db.executeLater(rows.map { row in
             precondition(row.sequence >= 1, "sequences count from 1")
             precondition(row.payload.utf8.count <= eventPayloadBytesMax, "an event's JSON is at most \(eventPayloadBytesMax) bytes")
-            try db.execute("""
+            return SQLStatement("""
                 INSERT INTO outbox_events (event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """, [.text(row.eventId), .text(row.customerId), .integer(row.sequence), .text(row.type), .integer(row.createdAtMs),
                       SQLValue(row.environment), SQLValue(row.bundleId), .text(row.payload)])
-        }
+        })
     }
 
     /// The customer's last event sequence (0 before the first): the status's `version`. One primary-key lookup,

@@ -189,14 +189,15 @@ extension KakinStore {
         }
         guard let row = updated else { throw KakinError(.internalError, detail: "no wallet for customer") }
         let after = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
-        try db.execute("""
+        // Nothing reads its answer: on PostgreSQL it travels with the write's next round trip.
+        try db.executeLater([SQLStatement("""
             INSERT INTO ledger_entries (entry_id, customer_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after,
                 reference, effect_key, item, recipient, price_milli, currency, detail, source)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(m.entryId), .text(m.customerId), .integer(m.atMs), .text(m.kind.rawValue), .integer(m.paid),
                   .integer(m.free), .integer(after.paid), .integer(after.free), .text(m.reference), SQLValue(m.effectKey),
                   SQLValue(m.item), SQLValue(m.recipient), SQLValue(m.priceMilli), SQLValue(m.currency),
-                  m.detail.isNull ? .null : .text(m.detail.jsonString), SQLValue(m.source)])
+                  m.detail.isNull ? .null : .text(m.detail.jsonString), SQLValue(m.source)])])
         return after
     }
 

@@ -28,6 +28,13 @@ public protocol SQLConnection: AnyObject {
     /// - Returns: each statement's count, as `execute` returns it.
     @discardableResult
     func executeBatch(_ statements: [SQLStatement]) throws -> [Int]
+
+    /// Runs `statements` in order, for a write body that reads none of their answers and lets their errors end it
+    /// (it would not catch them): PostgreSQL sends them with the write's next round trip — the body's next statement, or
+    /// the next body's first one, or `COMMIT` — so a body's last writes cost no round trip of their own; elsewhere
+    /// (SQLite, a read) they run at once, as `executeBatch`. When one fails after the body returned, the write runs
+    /// again with them sent at once, so the body sees its error where it queued them, as with `executeBatch`.
+    func executeLater(_ statements: [SQLStatement]) throws
 }
 
 /// One statement and its parameters, for `SQLConnection.executeBatch`.
@@ -42,6 +49,11 @@ public struct SQLStatement: Sendable, Hashable {
 }
 
 extension SQLConnection {
+    /// At once, as `executeBatch`: the engines without round trips to save.
+    public func executeLater(_ statements: [SQLStatement]) throws {
+        try executeBatch(statements)
+    }
+
     /// Variadic form: `try db.execute("INSERT INTO t (k, v) VALUES (?, ?)", "key", 42)`.
     @discardableResult
     public func execute(_ sql: String, _ parameters: SQLValue...) throws -> Int {
@@ -158,6 +170,10 @@ public final class ScopedSQLConnection<Base: SQLConnection>: SQLConnection {
 
     public func executeBatch(_ statements: [SQLStatement]) throws -> [Int] {
         try live(statements.first?.sql ?? "").executeBatch(statements)
+    }
+
+    public func executeLater(_ statements: [SQLStatement]) throws {
+        try live(statements.first?.sql ?? "").executeLater(statements)
     }
 
     private func live(_ sql: String) throws -> Base {
