@@ -19,6 +19,9 @@ extension KakinStore {
     public static let exportPageRowsMax = 2_000
     /// Customers read per statement when facts are loaded in bulk.
     public static let metricFactsCustomersMax = 500
+    /// Rows one multi-row rollup statement writes (`metric_days` cells, `metric_contributions` shares), at most: 7
+    /// parameters a cell, far below either engine's limit on bound parameters (a power of two: `SQLList.chunks`).
+    static let metricRowsPerStatementMax = 256
     /// Bounds a status read: a customer with more history than this is answered from the newest part.
     static let historyRowsMax = 10_000
     /// Problems one ledger check reports, at most.

@@ -297,7 +297,9 @@ struct IngestWrite: Sendable {
                changes: [IngestChange]) throws -> IngestResult {
         var changes = changes
         let linkOwner = try copies.linkOwner(r, chainId: fact.chainId)
-        let plan = try decide(r, fact, product: product, stored: copies.stored, linkOwner: linkOwner)
+        // Every customer the plan may name as the owner (the token's, the presenter, the link's), in one read.
+        let candidates = try r.ownerCandidates(token: fact.owner.accountToken, ids: [presenter, linkOwner].compactMap { $0 })
+        let plan = try decide(fact, product: product, stored: copies.stored, linkOwner: linkOwner, tokenOwner: candidates.tokenOwner)
         if plan.keepsCopy {
             try copies.keep(r, owner: plan.copyOwner)
             changes.append(.transactionStored(transactionId: fact.periodId))
@@ -312,7 +314,7 @@ struct IngestWrite: Sendable {
             owner = o
         }
 
-        let (customer, created) = try r.ensureCustomer(owner)
+        let (customer, created) = try r.ensureCustomer(owner, among: candidates)
         if created { changes.append(.customerCreated(customerId: owner)) }
         if try copies.link(r, plan.ownership, linkedBefore: linkOwner) {
             if case .transfer(let from, let to) = plan.ownership {
@@ -353,10 +355,9 @@ struct IngestWrite: Sendable {
 
     /// What the write reads for one fact, and the core's plan over it; another customer's chain on a refusing path throws
     /// `belongs_to_another_customer`.
-    private func decide(_ r: Records, _ fact: PurchaseFact, product: Product?, stored: IngestPlan.StoredCopy?,
-                        linkOwner: String?) throws -> IngestPlan {
-        let read = IngestPlan.Read(stored: stored, linkOwner: linkOwner,
-                                   tokenOwner: try fact.owner.accountToken.flatMap(r.customerOwning(appAccountToken:)))
+    private func decide(_ fact: PurchaseFact, product: Product?, stored: IngestPlan.StoredCopy?, linkOwner: String?,
+                        tokenOwner: String?) throws -> IngestPlan {
+        let read = IngestPlan.Read(stored: stored, linkOwner: linkOwner, tokenOwner: tokenOwner)
         let plan = IngestPlan.decide(fact, product: product, options: options, presenter: presenter, policy: transferPolicy, read: read)
         if case .refuseOwnerConflict = plan.step {
             throw KakinError(.belongsToAnotherCustomer, detail: "original transaction \(fact.chainId) is linked to another customer")
@@ -373,8 +374,10 @@ struct IngestWrite: Sendable {
         }
         guard let tx = item.transaction?.payload else { return false }
         let fact = PurchaseFact(appStore: tx)
-        let linkOwner = try r.linkOwner(originalTransactionId: fact.chainId)
-        let plan = try decide(r, fact, product: catalogs[fact.appId]?[fact.productId], stored: try r.storedCopy(of: tx)?.plan, linkOwner: linkOwner)
+        let chain = try r.storedChain(of: tx)
+        let linkOwner = chain.linkOwner
+        let plan = try decide(fact, product: catalogs[fact.appId]?[fact.productId], stored: chain.copy?.plan, linkOwner: linkOwner,
+                              tokenOwner: try fact.owner.accountToken.flatMap(r.customerOwning(appAccountToken:)))
         switch plan.step {
         case .refuseOwnerConflict, .keep:
             return plan.keepsCopy
@@ -402,7 +405,7 @@ protocol StoreCopies {
     /// The customer the fact's chain is linked to.
     func linkOwner(_ r: Records, chainId: String) throws -> String?
     /// Keeps the fact's copy (the plan said it is the newest) for `owner`, or the chain's link.
-    func keep(_ r: Records, owner: String?) throws
+    mutating func keep(_ r: Records, owner: String?) throws
     /// Carries out the ownership decision for the chain; whether its link changed.
     func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool
     /// Claims the period for its owner at once: false when it was applied before (by any path, process or thread).
@@ -443,24 +446,36 @@ extension StoreCopies {
     }
 }
 
-/// The App Store's copies: the newest signed transaction per transaction id, linked by original transaction.
+/// The App Store's copies: the newest signed transaction per transaction id, linked by original transaction. What the
+/// write needs of the chain before deciding is read in one statement (`Records.storedChain`).
 struct AppStoreCopies: StoreCopies {
     let transaction: VerifiedTransaction
-    let storedCopy: StoredTransactionCopy?
+    let chain: StoredChain
+    /// Whom `keep` stored a new row for in this write (nil: it stored none).
+    private var keptNewRowFor: String?
 
     init(_ r: Records, _ transaction: VerifiedTransaction) throws {
         self.transaction = transaction
-        storedCopy = try r.storedCopy(of: transaction.payload)
+        chain = try r.storedChain(of: transaction.payload)
     }
 
-    var stored: IngestPlan.StoredCopy? { storedCopy?.plan }
+    var stored: IngestPlan.StoredCopy? { chain.copy?.plan }
 
-    func keep(_ r: Records, owner: String?) throws {
-        try r.keepTransaction(transaction.payload, jws: transaction.jws, owner: owner, replacing: storedCopy)
+    func linkOwner(_ r: Records, chainId: String) throws -> String? {
+        precondition(chainId == transaction.payload.originalTransactionId, "the chain read is this transaction's")
+        return chain.linkOwner
+    }
+
+    mutating func keep(_ r: Records, owner: String?) throws {
+        try r.keepTransaction(transaction.payload, jws: transaction.jws, owner: owner, replacing: chain.copy)
+        // A new row takes `owner`, else the chain's link (its owner kept by a replaced row, read in `chain`).
+        if chain.copy == nil { keptNewRowFor = owner ?? chain.linkOwner }
     }
 
     func link(_ r: Records, _ decision: Ownership.Decision, linkedBefore: String?) throws -> Bool {
-        try r.apply(decision, for: transaction.payload, linkedBefore: linkedBefore)
+        // The chain's only stored transaction is this one: whoever it was stored for owns every row of the chain.
+        let rowsOwner = chain.hasOtherTransactions ? nil : chain.copy.map(\.customerId) ?? keptNewRowFor
+        return try r.apply(decision, for: transaction.payload, linkedBefore: linkedBefore, rowsOwner: rowsOwner)
     }
 }
 

@@ -117,8 +117,10 @@ public final class BusinessMetrics: Sendable {
         return events
     }
 
-    /// Moves the rollups by each share's difference from the stored one and stores the shares (inside a write). Answers
-    /// what the rollups moved by.
+    /// Moves the rollups by each share's difference from the stored one and stores the shares (inside a write), a page of
+    /// customers at a time: their differences summed into one multi-row upsert of the rollups, their shares into one of
+    /// `metric_contributions` (the rollups end the same as moved customer by customer: a sum is a sum). Answers what the
+    /// rollups moved by.
     @discardableResult
     static func apply(_ shares: [(String, Contribution)], _ r: Records) throws -> Contribution {
         var moved = Contribution()
@@ -126,6 +128,8 @@ public final class BusinessMetrics: Sendable {
         while start < shares.count {
             let page = Array(shares[start..<min(shares.count, start + KakinStore.metricFactsCustomersMax)])
             let stored = try r.metricContributions(customerIds: page.map(\.0))
+            var pageMoved = Contribution()
+            var changed: [(customerId: String, cells: String?)] = []
             for (customerId, share) in page {
                 var old = Contribution()
                 if let text = stored[customerId] {
@@ -134,10 +138,12 @@ public final class BusinessMetrics: Sendable {
                 }
                 let delta = share.minus(old)
                 guard !delta.isEmpty else { continue }
-                try r.addToMetricDays(cells(delta))
-                try r.setMetricContribution(customerId: customerId, cells: share.isEmpty ? nil : share.json)
-                moved.add(delta)
+                changed.append((customerId, share.isEmpty ? nil : share.json))
+                pageMoved.add(delta)
             }
+            try r.addToMetricDays(cells(pageMoved))
+            try r.setMetricContributions(changed)
+            moved.add(pageMoved)
             start += page.count
         }
         return moved

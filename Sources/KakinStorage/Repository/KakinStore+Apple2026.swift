@@ -50,16 +50,18 @@ extension Records {
     // MARK: RESCIND_CONSENT
 
     /// Remembers whose app transaction `appTransactionId` is (the first customer seen with it keeps it), and places
-    /// every RESCIND_CONSENT that named it before Kakin knew. Returns the rescissions placed now. Once linked, this is
-    /// one statement that writes nothing: a rescission stored after the link is placed as it is stored, so only the
-    /// write that creates the link looks for waiting ones (on PostgreSQL, SERIALIZABLE orders a link and a rescission
-    /// written at once).
+    /// every RESCIND_CONSENT that named it before Kakin knew. Returns the rescissions placed now. Usually one statement:
+    /// once linked it writes nothing (a rescission stored after the link is placed as it is stored), and the write that
+    /// creates the link learns in the same statement whether any rescission waits for it, reading them only then (on
+    /// PostgreSQL, SERIALIZABLE orders a link and a rescission written at once).
     public func linkAppTransaction(_ appTransactionId: String, customerId: String) throws -> [ConsentRescission] {
-        let linked = try db.execute("""
+        let linked = try db.queryOne("""
             INSERT INTO app_transaction_links (app_transaction_id, customer_id, linked_at_ms) VALUES (?, ?, ?)
             ON CONFLICT (app_transaction_id) DO NOTHING
-            """, [.text(appTransactionId), .text(customerId), .integer(nowMs)]) > 0
-        guard linked else { return [] }
+            RETURNING CASE WHEN EXISTS (SELECT 1 FROM consent_rescissions WHERE app_transaction_id = ? AND customer_id IS NULL)
+                THEN 1 ELSE 0 END AS waiting
+            """, [.text(appTransactionId), .text(customerId), .integer(nowMs), .text(appTransactionId)])
+        guard linked?.int("waiting") == 1 else { return [] }
         let waiting = try db.query("""
             SELECT \(KakinStore.rescissionColumns) FROM consent_rescissions WHERE app_transaction_id = ? AND customer_id IS NULL
             """, [.text(appTransactionId)]).map(KakinStore.rescission)

@@ -126,12 +126,19 @@ extension Records {
             """, [.text(KakinStore.metricsCursorName), .integer(cursor.txid), .integer(cursor.position), .integer(nowMs)])
     }
 
-    /// Moves the cursor from `from` to `to` if it is still at `from` (a compare-and-set; false: another pass moved it).
-    /// Only rollup passes and rebuilds touch this row, so reading it in a write conflicts with no ingest.
+    /// Moves the cursor from `from` to `to` if it is still at `from` (a compare-and-set in one statement; false: another
+    /// pass moved it). Only rollup passes and rebuilds touch this row, so reading it in a write conflicts with no ingest.
     public func moveMetricsCursor(from: EventFeedCursor, to: EventFeedCursor) throws -> Bool {
-        guard try metricsCursor() == from else { return false }
-        try setMetricsCursor(to)
-        return true
+        let moved = try db.execute("""
+            UPDATE metric_cursors SET txid = ?, feed_pos = ?, updated_at_ms = ? WHERE name = ? AND txid = ? AND feed_pos = ?
+            """, [.integer(to.txid), .integer(to.position), .integer(nowMs), .text(KakinStore.metricsCursorName), .integer(from.txid),
+                  .integer(from.position)])
+        if moved > 0 { return true }
+        // No row yet reads as the start (`metricsCursor`): a move from there creates it, unless another pass did first.
+        guard from == .start else { return false }
+        return try db.execute("""
+            INSERT INTO metric_cursors (name, txid, feed_pos, updated_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING
+            """, [.text(KakinStore.metricsCursorName), .integer(to.txid), .integer(to.position), .integer(nowMs)]) > 0
     }
 
     /// The customers of the events after `cursor` in feed order (only what no later commit can precede, as the feed
@@ -182,32 +189,44 @@ extension Records {
         return out
     }
 
-    /// Stores a customer's share (nil: it counts nothing, the row goes).
-    public func setMetricContribution(customerId: String, cells: String?) throws {
-        guard let cells else {
-            try db.execute("DELETE FROM metric_contributions WHERE customer_id = ?", [.text(customerId)])
-            return
+    /// Stores customers' shares (nil: it counts nothing, the row goes), each customer at most once: one multi-row
+    /// upsert per chunk of `metricRowsPerStatementMax`, one DELETE per chunk of the emptied ones.
+    public func setMetricContributions(_ shares: [(customerId: String, cells: String?)]) throws {
+        precondition(Set(shares.map(\.customerId)).count == shares.count, "a customer's share is stored once per call")
+        let kept = shares.compactMap { s in s.cells.map { (s.customerId, $0) } }
+        for chunk in SQLList.chunks(kept.count, max: KakinStore.metricRowsPerStatementMax) {
+            try db.execute("""
+                INSERT INTO metric_contributions (customer_id, cells, updated_at_ms) VALUES \(SQLList.rows(chunk.count, "(?, ?, ?)"))
+                ON CONFLICT (customer_id) DO UPDATE SET cells = excluded.cells, updated_at_ms = excluded.updated_at_ms
+                """, kept[chunk].flatMap { [SQLValue.text($0.0), .text($0.1), .integer(nowMs)] })
         }
-        try db.execute("""
-            INSERT INTO metric_contributions (customer_id, cells, updated_at_ms) VALUES (?, ?, ?)
-            ON CONFLICT (customer_id) DO UPDATE SET cells = excluded.cells, updated_at_ms = excluded.updated_at_ms
-            """, [.text(customerId), .text(cells), .integer(nowMs)])
+        let emptied = shares.filter { $0.cells == nil }.map { SQLValue.text($0.customerId) }
+        for chunk in SQLList.chunks(emptied.count, max: KakinStore.metricRowsPerStatementMax) {
+            let list = SQLList.inList(Array(emptied[chunk]))
+            try db.execute("DELETE FROM metric_contributions WHERE customer_id IN (\(list.sql))", list.parameters)
+        }
     }
 
-    /// Adds each cell's value to the rollups (a cell that reaches zero is removed).
+    /// Adds each cell's value to the rollups (a cell that reaches zero is removed): one multi-row upsert per chunk of
+    /// `metricRowsPerStatementMax` cells, each key at most once (a `Contribution`'s cells), and a DELETE per cell that
+    /// reached zero.
     public func addToMetricDays(_ cells: [MetricCell]) throws {
-        for c in cells where c.value != 0 {
-            let key: [SQLValue] = [.text(c.metric), .text(c.bundleId), .text(c.productId), .text(c.source), .text(c.currency), .integer(c.day)]
-            let after = try db.queryOne("""
-                INSERT INTO metric_days (metric, bundle_id, product_id, source, currency, day, value) VALUES (?, ?, ?, ?, ?, ?, ?)
+        let moving = cells.filter { $0.value != 0 }
+        precondition(Set(moving.map(KakinStore.metricKey)).count == moving.count, "a rollup cell is moved once per call")
+        var zero: [MetricCell] = []
+        for chunk in SQLList.chunks(moving.count, max: KakinStore.metricRowsPerStatementMax) {
+            let rows = try db.query("""
+                INSERT INTO metric_days (metric, bundle_id, product_id, source, currency, day, value) VALUES \(SQLList.rows(chunk.count, "(?, ?, ?, ?, ?, ?, ?)"))
                 ON CONFLICT (metric, bundle_id, product_id, source, currency, day) DO UPDATE SET value = metric_days.value + excluded.value
-                RETURNING value
-                """, key + [.integer(c.value)])?.int("value")
-            if after == 0 {
-                try db.execute("""
-                    DELETE FROM metric_days WHERE metric = ? AND bundle_id = ? AND product_id = ? AND source = ? AND currency = ? AND day = ?
-                    """, key)
-            }
+                RETURNING metric, bundle_id, product_id, source, currency, day, value
+                """, moving[chunk].flatMap { c in KakinStore.metricKey(c) + [.integer(c.value)] })
+            precondition(rows.count == chunk.count, "every upserted cell answers its value")
+            zero += rows.map(KakinStore.metricCell).filter { $0.value == 0 }
+        }
+        for c in zero {
+            try db.execute("""
+                DELETE FROM metric_days WHERE metric = ? AND bundle_id = ? AND product_id = ? AND source = ? AND currency = ? AND day = ? AND value = 0
+                """, KakinStore.metricKey(c))
         }
     }
 
@@ -227,6 +246,11 @@ extension Records {
 }
 
 extension KakinStore {
+    /// A cell's key as the parameters of `metric_days`' key columns, in their order.
+    static func metricKey(_ c: MetricCell) -> [SQLValue] {
+        [.text(c.metric), .text(c.bundleId), .text(c.productId), .text(c.source), .text(c.currency), .integer(c.day)]
+    }
+
     static func metricCell(_ r: SQLRow) -> MetricCell {
         MetricCell(metric: r.string("metric") ?? "", bundleId: r.string("bundle_id") ?? "", productId: r.string("product_id") ?? "",
                    source: r.string("source") ?? "", currency: r.string("currency") ?? "", day: r.int("day") ?? 0, value: r.int("value") ?? 0)

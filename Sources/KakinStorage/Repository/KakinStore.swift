@@ -73,17 +73,25 @@ public final class KakinStore: Sendable {
     }
 
     static func loadCustomer(_ db: SQLConnection, _ customerId: String) throws -> Customer? {
-        guard let row = try db.queryOne(
-            "SELECT customer_id, app_account_token, created_at_ms, consent_rescinded_at_ms FROM customers WHERE customer_id = ?", [.text(customerId)])
-        else { return nil }
-        return Customer(customerId: row.string("customer_id") ?? customerId, appAccountToken: row.string("app_account_token") ?? "",
-                        createdAtMs: row.int("created_at_ms") ?? 0, consentRescindedAtMs: row.int("consent_rescinded_at_ms"))
+        try db.queryOne("SELECT \(customerColumns) FROM customers WHERE customer_id = ?", [.text(customerId)]).map(customer)
+    }
+
+    static let customerColumns = "customer_id, app_account_token, created_at_ms, consent_rescinded_at_ms"
+
+    /// A customer as `customerColumns` read it.
+    static func customer(_ row: SQLRow) -> Customer {
+        Customer(customerId: row.string("customer_id") ?? "", appAccountToken: row.string("app_account_token") ?? "",
+                 createdAtMs: row.int("created_at_ms") ?? 0, consentRescindedAtMs: row.int("consent_rescinded_at_ms"))
     }
 
     /// The customer, created (with a token from `newToken`, drawn only then) if it doesn't exist.
     static func ensureCustomer(_ db: SQLConnection, _ customerId: String, newToken: () -> String, nowMs: Int64) throws -> Customer {
         if let c = try loadCustomer(db, customerId) { return c }
-        let token = newToken()
+        return try createCustomer(db, customerId, token: newToken(), nowMs: nowMs)
+    }
+
+    /// A new customer (the caller read that there is none), with its empty wallet.
+    static func createCustomer(_ db: SQLConnection, _ customerId: String, token: String, nowMs: Int64) throws -> Customer {
         try db.execute("INSERT INTO customers (customer_id, app_account_token, created_at_ms) VALUES (?, ?, ?)",
                        [.text(customerId), .text(token), .integer(nowMs)])
         try db.execute("INSERT INTO wallets (customer_id, paid, free, updated_at_ms) VALUES (?, 0, 0, ?)",

@@ -21,6 +21,18 @@ public struct AppliedPurchase: Sendable, Hashable {
 public struct StoredTransactionCopy: Sendable {
     public var plan: IngestPlan.StoredCopy
     var row: KakinStore.StoredTransactionRow
+    /// The customer the stored row belongs to (nil: nobody yet).
+    public var customerId: String? { row.customerId }
+}
+
+/// An App Store transaction's chain as the one apply reads it before deciding (`Records.storedChain`).
+public struct StoredChain: Sendable {
+    /// The transaction's stored copy; nil if never stored.
+    public var copy: StoredTransactionCopy?
+    /// The customer the chain is linked to.
+    public var linkOwner: String?
+    /// The chain holds stored transactions besides this one.
+    public var hasOtherTransactions: Bool
 }
 
 /// A credited consumable as its ledger tells it: who got the coins, what the purchase and its refunds moved.
@@ -34,30 +46,35 @@ public struct PurchaseLedger: Sendable, Hashable {
 extension Records {
     // MARK: Signed copies
 
-    /// The stored copy of a transaction as the ingest's plan needs it (`IngestPlan.StoredCopy`: its date, its JSON
-    /// only when `signedAtMs` ties, its revocation), with the row a replacement keeps the status inputs from; nil if
-    /// never stored.
-    public func storedCopy(of tx: TransactionPayload) throws -> StoredTransactionCopy? {
+    /// What the one apply reads of an App Store transaction's chain before deciding, in one statement: the transaction's
+    /// stored copy as the plan needs it (`IngestPlan.StoredCopy`: its date, its JSON only when `signedAtMs` ties, its
+    /// revocation) with the row a replacement keeps the status inputs from (nil if never stored), the customer the chain
+    /// is linked to, and whether the chain holds stored transactions besides this one (what a new link has to move).
+    public func storedChain(of tx: TransactionPayload) throws -> StoredChain {
         guard let row = try db.queryOne("""
-            SELECT customer_id, status_input, signed_date_ms, revocation_date_ms,
-                   CASE WHEN status_json IS NOT NULL THEN status_json WHEN revocation_date_ms IS NOT NULL THEN jws END AS payload
-            FROM transactions WHERE transaction_id = ?
-            """, [.text(tx.transactionId)]) else { return nil }
-        let signedAtMs = row.int("signed_date_ms") ?? 0
+            SELECT (SELECT customer_id FROM original_links WHERE original_transaction_id = ?) AS link_owner,
+                   CASE WHEN EXISTS (SELECT 1 FROM transactions o WHERE o.original_transaction_id = ? AND o.transaction_id <> ?)
+                       THEN 1 ELSE 0 END AS chain_others,
+                   t.transaction_id AS transaction_id, t.customer_id AS customer_id, t.status_input AS status_input,
+                   t.signed_date_ms AS signed_date_ms, t.revocation_date_ms AS revocation_date_ms,
+                   CASE WHEN t.status_json IS NOT NULL THEN t.status_json WHEN t.revocation_date_ms IS NOT NULL THEN t.jws END AS payload,
+                   CASE WHEN t.signed_date_ms = ? THEN t.jws END AS tied_jws
+            FROM (SELECT 1 AS one) AS one LEFT JOIN transactions t ON t.transaction_id = ?
+            """, [.text(tx.originalTransactionId), .text(tx.originalTransactionId), .text(tx.transactionId), .integer(tx.signedDate),
+                  .text(tx.transactionId)]) else { preconditionFailure("a query over one row answers it") }
+        var chain = StoredChain(copy: nil, linkOwner: row.string("link_owner"), hasOtherTransactions: row.int("chain_others") == 1)
+        guard row.string("transaction_id") != nil else { return chain }
         let payload = row.string("payload")
         var revocation: PurchaseFact.Revocation?
         if row.int("revocation_date_ms") != nil, let stored = payload.flatMap(StoredStatusFields.transaction) {
             revocation = PurchaseFact(appStore: stored).revocation
         }
-        var raw: JSONValue?
-        if signedAtMs == tx.signedDate {
-            raw = try db.queryOne("SELECT jws FROM transactions WHERE transaction_id = ?", [.text(tx.transactionId)])?
-                .string("jws").flatMap(StoredJWS.payload)
-        }
-        return StoredTransactionCopy(
-            plan: IngestPlan.StoredCopy(signedAtMs: signedAtMs, raw: raw, revocation: revocation),
+        chain.copy = StoredTransactionCopy(
+            plan: IngestPlan.StoredCopy(signedAtMs: row.int("signed_date_ms") ?? 0, raw: row.string("tied_jws").flatMap(StoredJWS.payload),
+                                        revocation: revocation),
             row: KakinStore.StoredTransactionRow(customerId: row.string("customer_id"), isStatusInput: row.int("status_input") != 0,
                                                  stored: payload ?? ""))
+        return chain
     }
 
     /// Keeps `tx` as the stored copy of its transaction (the ingest's plan decided it is the newest: `NewestCopy`), with
@@ -134,10 +151,14 @@ extension Records {
     /// Carries out an ownership decision for the chain of `tx`: links it (or moves it, recording the transfer in
     /// both timelines) and moves its stored transactions with it. `refuse` and `unclaimed` store nothing here.
     /// Returns whether the chain's link changed (new, or moved).
-    /// - Parameter linkedBefore: the chain's link as the caller read it in this write (`linkOwner`).
+    /// - Parameters:
+    ///   - linkedBefore: the chain's link as the caller read it in this write (`linkOwner`).
+    ///   - rowsOwner: the customer every stored transaction of the chain belongs to, when the caller knows it (the chain's
+    ///     one transaction, stored in this write for the customer it is linked to now): then there is nothing to move.
     @discardableResult
-    public func apply(_ decision: Ownership.Decision, for tx: TransactionPayload, linkedBefore linked: String?) throws -> Bool {
+    public func apply(_ decision: Ownership.Decision, for tx: TransactionPayload, linkedBefore linked: String?, rowsOwner: String? = nil) throws -> Bool {
         guard let customerId = try link(decision, chainId: tx.originalTransactionId, linkedBefore: linked) else { return false }
+        if rowsOwner == customerId { return true }
         let moved = try db.execute("""
             UPDATE transactions SET customer_id = ? WHERE original_transaction_id = ? AND (customer_id IS NULL OR customer_id <> ?)
             """, [.text(customerId), .text(tx.originalTransactionId), .text(customerId)])

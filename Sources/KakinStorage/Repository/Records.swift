@@ -42,6 +42,35 @@ public struct Records {
         try KakinStore.customerOwningToken(db, token)
     }
 
+    /// The customers a purchase's write may name as its owner, read in one statement: whoever holds the fact's account
+    /// `token`, and the customers `ids` names (the presenter, the chain's link owner).
+    public func ownerCandidates(token: String?, ids: [String]) throws -> OwnerCandidates {
+        var conditions: [String] = [], parameters: [SQLValue] = []
+        if !ids.isEmpty {
+            let list = SQLList.inList(ids.map { .text($0) })
+            conditions.append("customer_id IN (\(list.sql))")
+            parameters += list.parameters
+        }
+        if let token {
+            conditions.append("app_account_token = ?")
+            parameters.append(.text(token))
+        }
+        guard !conditions.isEmpty else { return OwnerCandidates(tokenOwner: nil, rows: [:], asked: []) }
+        let rows = try db.query("SELECT \(KakinStore.customerColumns) FROM customers WHERE \(conditions.joined(separator: " OR "))", parameters)
+            .map(KakinStore.customer)
+        let tokenOwner = token.flatMap { t in rows.first { $0.appAccountToken == t }?.customerId }
+        return OwnerCandidates(tokenOwner: tokenOwner, rows: Dictionary(rows.map { ($0.customerId, $0) }, uniquingKeysWith: { a, _ in a }),
+                               asked: Set(ids))
+    }
+
+    /// `ensureCustomer` for a customer `candidates` may have read: its row as read, or created without reading again when
+    /// the read asked for it and found none.
+    public func ensureCustomer(_ customerId: String, among candidates: OwnerCandidates) throws -> (customer: KakinStore.Customer, created: Bool) {
+        if let c = candidates.rows[customerId] { return (c, false) }
+        guard candidates.asked.contains(customerId) else { return try ensureCustomer(customerId) }
+        return (try KakinStore.createCustomer(db, customerId, token: ids.uuid(), nowMs: nowMs), true)
+    }
+
     // MARK: Wallet
 
     public func wallet(_ customerId: String) throws -> WalletBalance {
@@ -66,6 +95,13 @@ public struct Records {
     public func recordTimeline(customerId: String?, kind: String, reference: String?, detail: JSONValue) throws {
         try KakinStore.recordEvent(db, customerId: customerId, atMs: nowMs, kind: kind, reference: reference, detail: detail)
     }
+}
+
+/// The customers `Records.ownerCandidates` read: the account token's holder, and each customer asked for by id that exists.
+public struct OwnerCandidates: Sendable {
+    public let tokenOwner: String?
+    let rows: [String: KakinStore.Customer]
+    let asked: Set<String>
 }
 
 extension KakinStore {
