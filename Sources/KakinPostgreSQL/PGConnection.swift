@@ -247,13 +247,21 @@ final class PGConnection: SQLConnection {
         if readsOnly { work.readStatements += 1 } else { work.writeStatements += 1 }
     }
 
-    /// In a writer's attempt (`defersLater`): bound now (a misuse throws here), sent with the next round trip.
-    func executeLater(_ statements: [SQLStatement]) throws {
-        guard defersLater else {
-            try executeBatch(statements)
-            return
+    /// In a writer's attempt (`defersLater`): bound now (a misuse throws here), sent with the next round trip, each
+    /// statement wrapped by `checkingChanges`. Otherwise at once, with the counts compared here.
+    func executeLater(_ batch: WriteBatch) throws -> Bool {
+        guard defersLater else { return try executeAtOnce(batch) }
+        for (statement, changes) in zip(batch.statements, batch.changes) {
+            let checked = try boundStatement(Self.checkingChanges(statement.sql, changes), statement.parameters)
+            waiting.append(.later(checked, body: currentBody))
         }
-        for statement in statements { waiting.append(.later(try boundStatement(statement.sql, statement.parameters), body: currentBody)) }
+        return true
+    }
+
+    /// `sql` (an INSERT, UPDATE or DELETE without RETURNING) as one statement that fails — division by zero, SQLSTATE
+    /// 22012 — unless it changed `changes` rows, so that nothing sent after it in the same round trip (`COMMIT`) runs.
+    static func checkingChanges(_ sql: String, _ changes: Int) -> String {
+        "WITH changed AS (\(sql) RETURNING 1) SELECT 1 / (CASE WHEN COUNT(*) = \(changes) THEN 1 ELSE 0 END) FROM changed"
     }
 
     /// All of `statements` (and the waiting statements ahead of them) in one round trip.

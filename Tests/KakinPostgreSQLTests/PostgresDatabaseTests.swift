@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
-import KakinStorage
 import KakinTestPostgres
 import Synchronization
 import Testing
 @testable import KakinPostgreSQL
+@testable import KakinStorage
 
 /// Opens a database on a fresh schema, runs `body`, closes it. `count` databases on the same schema stand
 /// for that many Kakin processes.
@@ -147,8 +147,10 @@ struct SeenWhereQueued: Error {
             let before = db.statistics.work
             try await db.write { connection in
                 let v = try connection.queryOne("SELECT v FROM t WHERE k = ?", "warm")?.int("v") ?? -1
-                try connection.executeLater([SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("a"), .integer(v + 1)]),
-                                             SQLStatement("INSERT INTO t (k, v) VALUES (?, ?)", [.text("b"), .integer(v + 2)])])
+                var batch = WriteBatch()
+                batch.add("INSERT INTO t (k, v) VALUES (?, ?)", [.text("a"), .integer(v + 1)], changes: 1)
+                batch.add("INSERT INTO t (k, v) VALUES (?, ?)", [.text("b"), .integer(v + 2)], changes: 1)
+                try connection.write(batch)
             }
             let after = db.statistics.work
             #expect(after.writeStatements - before.writeStatements == 3)
@@ -172,7 +174,9 @@ struct SeenWhereQueued: Error {
                                 // Every fifth body queues a key that is taken.
                                 try db.execute("SELECT 1", [])
                                 do {
-                                    try db.executeLater([SQLStatement("INSERT INTO t (n) VALUES (?)", [.integer(n % 5 == 0 ? -1 : Int64(n))])])
+                                    var batch = WriteBatch()
+                                    batch.add("INSERT INTO t (n) VALUES (?)", [.integer(n % 5 == 0 ? -1 : Int64(n))], changes: 1)
+                                    try db.write(batch)
                                 } catch let error as SQLError {
                                     throw SeenWhereQueued(kind: error.kind)
                                 }
@@ -189,6 +193,31 @@ struct SeenWhereQueued: Error {
             let stored = try await db.read { try Set($0.query("SELECT n FROM t", []).compactMap { $0.int("n") }) }
             #expect(stored == Set([-1] + (0..<200).filter { $0 % 5 != 0 }.map(Int64.init)))
             #expect(db.statistics.batchSizeLargest > 1)
+        }
+    }
+
+    @Test func aBatchQueuedForLaterThatChangesOtherRowsThanItSaysCommitsNothingAndItsBodySeesTheCountsWhereItQueuedIt() async throws {
+        try await withPostgres { db in
+            try await db.write { try $0.execute("CREATE TABLE t (k TEXT NOT NULL)", []) }
+            let before = db.statistics.work
+            let runs = Atomic(0)
+            let matched = try await db.write { connection in
+                runs.add(1, ordering: .relaxed)
+                var written = WriteBatch()
+                written.add("INSERT INTO t (k) VALUES (?)", [.text("x")], changes: 1)
+                try connection.write(written)
+                // No row has this key: the count differs, which only running it at once can tell the body.
+                var claimed = WriteBatch()
+                claimed.add("UPDATE t SET k = ? WHERE k = ?", [.text("y"), .text("missing")], changes: 1)
+                return try connection.executeLater(claimed)
+            }
+            let after = db.statistics.work
+            #expect(matched == false)
+            #expect(runs.load(ordering: .relaxed) == 2)
+            // BEGIN with the statements and COMMIT (skipped), ROLLBACK; then BEGIN with the INSERT, the UPDATE, COMMIT.
+            #expect(after.roundTrips - before.roundTrips == 5)
+            // The first run's COMMIT went with its statements and did not run: one row, from the second run.
+            #expect(try await db.read { try $0.query("SELECT k FROM t", []).compactMap { $0.string("k") } } == ["x"])
         }
     }
 

@@ -208,6 +208,8 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
                 // Blocks slow's writer thread (not the cooperative pool) with its transaction open.
                 try await slow.write { db -> [OutboxEventRow] in
                     let rows = try appendRaw(db, "early", ["coins.credited"])
+                    // The batch waits for the write's next round trip (`executeLater`): this one.
+                    try db.execute("SELECT 1", [])
                     inserted.store(true, ordering: .sequentiallyConsistent)
                     release.wait()
                     return rows

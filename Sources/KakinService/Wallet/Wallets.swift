@@ -83,7 +83,7 @@ public struct Wallets: Sendable {
                     let moved = try Self.move(r, LedgerMovement(
                         entryId: r.newEntryId(), customerId: s.customerId, atMs: r.nowMs, kind: .spend, paid: -split.paid, free: -split.free,
                         reference: spendId, effectKey: nil, item: s.item, recipient: s.recipient), of: customer, events: events,
-                        telling: .coins(.coinsSpent, paid: -split.paid, free: -split.free, reference: spendId, data))
+                        telling: [.coins(.coinsSpent, paid: -split.paid, free: -split.free, reference: spendId, data)])
                     precondition(moved == after, "the answered balance is the balance the spend left")
                 }
             }
@@ -111,15 +111,11 @@ public struct Wallets: Sendable {
                     let movement = LedgerMovement(entryId: entryId, customerId: g.customerId, atMs: r.nowMs, kind: .grant, paid: 0,
                                                   free: g.amount, reference: g.idempotencyKey, effectKey: nil, item: g.reason)
                     let granted = EventDraft.coins(.coinsGranted, paid: 0, free: g.amount, reference: entryId, ["reason": .string(g.reason)])
-                    let moved: WalletBalance
-                    if let customer {
-                        moved = try Self.move(r, movement, of: customer, events: events, telling: granted)
-                    } else {
-                        let created = try r.moveCoinsCreatingCustomer(movement)
-                        precondition(created.createdCustomer, "a customer without status inputs does not exist")
-                        moved = created.balance
-                        try events.record(r, customerId: g.customerId, facts: [EventDraft(type: .customerCreated), granted])
-                    }
+                    // A new customer is created in the same batch as its first coins.
+                    var batch = WriteBatch()
+                    let (snapshot, facts) = customer.map { ($0, [granted]) }
+                        ?? (r.createCustomer(g.customerId, in: &batch), [EventDraft(type: .customerCreated), granted])
+                    let moved = try Self.move(r, movement, of: snapshot, events: events, telling: facts, in: batch)
                     precondition(moved == after, "the answered balance is the balance the grant left")
                     if let actor = g.deskActor {
                         try r.recordTimeline(customerId: g.customerId, kind: "admin.grant", reference: entryId,
@@ -135,15 +131,15 @@ public struct Wallets: Sendable {
         return answer
     }
 
-    /// Moves coins for `customer`, whose status inputs this write read before deciding, and tells `fact` with the
-    /// status after: the movement's and the events' writes go to the database together (one round trip on
-    /// PostgreSQL). Returns the balance after.
+    /// Moves coins for `customer`, whose status inputs this write read before deciding, and tells `facts` with the
+    /// status after: the movement's and the events' writes join `batch` and go to the database together (with the write's
+    /// next round trip on PostgreSQL). Returns the balance after.
     static func move(_ r: Records, _ movement: LedgerMovement, of customer: CustomerSnapshot, events: CustomerEvents,
-                     telling fact: EventDraft) throws -> WalletBalance {
-        var batch = WriteBatch()
+                     telling facts: [EventDraft], in batch: WriteBatch = WriteBatch()) throws -> WalletBalance {
+        var batch = batch
         var after = customer
         after.wallet = r.moveCoins(movement, from: customer.wallet, in: &batch)
-        _ = try events.append(r, to: &batch, after, facts: [fact], environment: nil, bundleId: nil)
+        _ = try events.append(r, to: &batch, after, facts: facts, environment: nil, bundleId: nil)
         try r.write(batch)
         return after.wallet
     }

@@ -72,15 +72,22 @@ extension Records {
     /// new key takes no SSI read lock on the index page where it goes (which made concurrent writes of other
     /// customers conflict). Two writers claiming the same key still exclude each other: the second waits for the
     /// first, then fails to serialize and runs again, seeing the stored answer.
+    ///
+    /// The claim goes with `executeLater`: on PostgreSQL it travels with the effect's writes and the write's next round
+    /// trip, as if new; a key that was not (the claim changed no row) fails that round trip before anything commits, and
+    /// the write runs again with the claim sent at once, which then answers the stored answer.
     public func idempotently(customerId: String, scope: String, key: String, request: String,
                              decide: () throws -> IdempotentEffect) throws -> IdempotentAnswer {
         let effect = try decide()
-        let claimed = try db.queryOne("""
+        var claim = WriteBatch()
+        claim.add("""
             INSERT INTO idempotency_keys (customer_id, scope, key, request, status, response, created_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (customer_id, scope, key) DO NOTHING RETURNING status
+            VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (customer_id, scope, key) DO NOTHING
             """, [.text(customerId), .text(scope), .text(key), .text(request), .integer(Int64(effect.status)), .blob(effect.body),
-                  .integer(nowMs)]) != nil
-        guard claimed else { return try KakinStore.storedAnswer(db, customerId: customerId, scope: scope, key: key, request: request) }
+                  .integer(nowMs)], changes: 1)
+        guard try db.executeLater(claim) else {
+            return try KakinStore.storedAnswer(db, customerId: customerId, scope: scope, key: key, request: request)
+        }
         try effect.apply()
         return IdempotentAnswer(status: effect.status, body: effect.body, replayed: false)
     }
@@ -89,6 +96,13 @@ extension Records {
     /// `batch` (`write` runs it); returns the balance after.
     public func moveCoins(_ movement: LedgerMovement, from before: WalletBalance, in batch: inout WriteBatch) -> WalletBalance {
         KakinStore.moveCoins(movement, from: before, in: &batch)
+    }
+
+    /// A customer this write read does not exist (`statusInputs` answered nil): its row, with a fresh `appAccountToken`,
+    /// and its empty wallet go into `batch`; returns its status inputs as they will be.
+    public func createCustomer(_ customerId: String, in batch: inout WriteBatch) -> CustomerSnapshot {
+        let customer = KakinStore.createCustomer(customerId, token: ids.uuid(), nowMs: nowMs, in: &batch)
+        return CustomerSnapshot(customer: customer, history: CustomerHistory(), wallet: WalletBalance())
     }
 
     /// Moves coins for a customer who may not exist yet (a grant to a new customer creates it, with its token);
@@ -189,7 +203,9 @@ extension KakinStore {
         guard let row = updated else { throw KakinError(.internalError, detail: "no wallet for customer") }
         let after = WalletBalance(paid: row.int("paid") ?? 0, free: row.int("free") ?? 0)
         // Nothing reads its answer: on PostgreSQL it travels with the write's next round trip.
-        try db.executeLater([ledgerInsert(m, after: after)])
+        var batch = WriteBatch()
+        addLedgerEntry(m, after: after, to: &batch)
+        try db.write(batch)
         return after
     }
 
@@ -201,8 +217,7 @@ extension KakinStore {
         batch.add("UPDATE wallets SET paid = ?, free = ?, updated_at_ms = ? WHERE customer_id = ? AND paid = ? AND free = ?",
                   [.integer(after.paid), .integer(after.free), .integer(m.atMs), .text(m.customerId), .integer(before.paid),
                    .integer(before.free)], changes: 1)
-        let entry = ledgerInsert(m, after: after)
-        batch.add(entry.sql, entry.parameters, changes: 1)
+        addLedgerEntry(m, after: after, to: &batch)
         return after
     }
 
@@ -217,15 +232,15 @@ extension KakinStore {
         }
     }
 
-    static func ledgerInsert(_ m: LedgerMovement, after: WalletBalance) -> SQLStatement {
-        SQLStatement("""
+    static func addLedgerEntry(_ m: LedgerMovement, after: WalletBalance, to batch: inout WriteBatch) {
+        batch.add("""
             INSERT INTO ledger_entries (entry_id, customer_id, at_ms, kind, paid_delta, free_delta, paid_after, free_after,
                 reference, effect_key, item, recipient, price_milli, currency, detail, source)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(m.entryId), .text(m.customerId), .integer(m.atMs), .text(m.kind.rawValue), .integer(m.paid),
                   .integer(m.free), .integer(after.paid), .integer(after.free), .text(m.reference), SQLValue(m.effectKey),
                   SQLValue(m.item), SQLValue(m.recipient), SQLValue(m.priceMilli), SQLValue(m.currency),
-                  m.detail.isNull ? .null : .text(m.detail.jsonString), SQLValue(m.source)])
+                  m.detail.isNull ? .null : .text(m.detail.jsonString), SQLValue(m.source)], changes: 1)
     }
 
     /// The stored answer of a key that exists. Same request → replay; different request → 422.

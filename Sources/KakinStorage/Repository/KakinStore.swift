@@ -92,10 +92,18 @@ public final class KakinStore: Sendable {
 
     /// A new customer (the caller read that there is none), with its empty wallet.
     static func createCustomer(_ db: SQLConnection, _ customerId: String, token: String, nowMs: Int64) throws -> Customer {
-        try db.execute("INSERT INTO customers (customer_id, app_account_token, created_at_ms) VALUES (?, ?, ?)",
-                       [.text(customerId), .text(token), .integer(nowMs)])
-        try db.execute("INSERT INTO wallets (customer_id, paid, free, updated_at_ms) VALUES (?, 0, 0, ?)",
-                       [.text(customerId), .integer(nowMs)])
+        var batch = WriteBatch()
+        let customer = createCustomer(customerId, token: token, nowMs: nowMs, in: &batch)
+        try db.write(batch)
+        return customer
+    }
+
+    /// `createCustomer`'s two inserts, into `batch`.
+    static func createCustomer(_ customerId: String, token: String, nowMs: Int64, in batch: inout WriteBatch) -> Customer {
+        batch.add("INSERT INTO customers (customer_id, app_account_token, created_at_ms) VALUES (?, ?, ?)",
+                  [.text(customerId), .text(token), .integer(nowMs)], changes: 1)
+        batch.add("INSERT INTO wallets (customer_id, paid, free, updated_at_ms) VALUES (?, 0, 0, ?)",
+                  [.text(customerId), .integer(nowMs)], changes: 1)
         return Customer(customerId: customerId, appAccountToken: token, createdAtMs: nowMs)
     }
 

@@ -29,12 +29,15 @@ public protocol SQLConnection: AnyObject {
     @discardableResult
     func executeBatch(_ statements: [SQLStatement]) throws -> [Int]
 
-    /// Runs `statements` in order, for a write body that reads none of their answers and lets their errors end it
-    /// (it would not catch them): PostgreSQL sends them with the write's next round trip — the body's next statement, or
-    /// the next body's first one, or `COMMIT` — so a body's last writes cost no round trip of their own; elsewhere
-    /// (SQLite, a read) they run at once, as `executeBatch`. When one fails after the body returned, the write runs
-    /// again with them sent at once, so the body sees its error where it queued them, as with `executeBatch`.
-    func executeLater(_ statements: [SQLStatement]) throws
+    /// Runs `batch`'s statements in order and checks that each changed the rows it says, for a write body that reads
+    /// none of their answers and lets their errors end it (it would not catch them). PostgreSQL (a writer's attempt) sends
+    /// them with the write's next round trip — the body's next statement, or the next body's first one, or `COMMIT` —
+    /// each wrapped so that a count other than its own is an error on the server, which skips what follows (`COMMIT`
+    /// included); the write then runs again with them sent at once, so the body sees the counts (or its error) where it
+    /// queued them. Elsewhere (SQLite, a re-run, a read) they run at once, as `executeBatch`.
+    /// - Returns: whether every statement changed the rows it says: `true` when they wait (their counts are checked on
+    ///   the server), `false` when they ran at once and a count differed (every statement ran).
+    func executeLater(_ batch: WriteBatch) throws -> Bool
 }
 
 /// One statement and its parameters, for `SQLConnection.executeBatch`.
@@ -50,8 +53,13 @@ public struct SQLStatement: Sendable, Hashable {
 
 extension SQLConnection {
     /// At once, as `executeBatch`: the engines without round trips to save.
-    public func executeLater(_ statements: [SQLStatement]) throws {
-        try executeBatch(statements)
+    public func executeLater(_ batch: WriteBatch) throws -> Bool {
+        try executeAtOnce(batch)
+    }
+
+    /// `executeLater` without waiting: runs `batch` with `executeBatch` and compares the counts.
+    public func executeAtOnce(_ batch: WriteBatch) throws -> Bool {
+        try batch.isEmpty || executeBatch(batch.statements) == batch.changes
     }
 
     /// Variadic form: `try db.execute("INSERT INTO t (k, v) VALUES (?, ?)", "key", 42)`.
@@ -172,8 +180,8 @@ public final class ScopedSQLConnection<Base: SQLConnection>: SQLConnection {
         try live(statements.first?.sql ?? "").executeBatch(statements)
     }
 
-    public func executeLater(_ statements: [SQLStatement]) throws {
-        try live(statements.first?.sql ?? "").executeLater(statements)
+    public func executeLater(_ batch: WriteBatch) throws -> Bool {
+        try live(batch.statements.first?.sql ?? "").executeLater(batch)
     }
 
     private func live(_ sql: String) throws -> Base {
