@@ -16,6 +16,10 @@ public final class HTTPClient: Sendable {
         public var requestsMax = 4_096
         /// Idle connections kept for reuse (all hosts together).
         public var connectionsKeptMax = 64
+        /// The longest the client's thread waits in one poll (libcurl shortens it to its own next timeout). Nothing
+        /// needs it to wake: a queued request wakes it. It bounds what a lost wake-up could cost, so that an idle
+        /// client checks its queue once in this much at least; 1...2^31-1.
+        public var pollWaitMsMax: Int32 = 1_000
         public init() {}
     }
 
@@ -51,6 +55,7 @@ public final class HTTPClient: Sendable {
 
     public init(options: Options = Options()) {
         precondition(options.requestsMax >= 1 && options.connectionsKeptMax >= 1, "a client sends and keeps something")
+        precondition(options.pollWaitMsMax >= 1, "the client's thread waits a while at most")
         engine = CurlEngine(options: options)
         let engine = engine
         let thread = Thread { engine.run() }
@@ -120,7 +125,12 @@ final class CurlEngine: @unchecked Sendable {
         var queuedOrRunning = 0
         var closed = false
         var lastId = 0
-        /// The loop waits in `curl_multi_poll` (or is about to): queued work must wake it, once.
+        /// The loop found the queues empty and waits in `curl_multi_poll` (or is about to): queued work must wake it,
+        /// once. No wake-up is lost: the loop sets it in the same critical section that found the queues empty, so an
+        /// item queued after that sees it set, unless the loop already cleared it (and takes the item in its next turn)
+        /// or another item's `wakeIfPolling` did (whose `curl_multi_wakeup` follows: libcurl keeps a wake-up sent
+        /// before the poll began in its wake-up socket, and the poll returns at once). A wake-up arriving after the
+        /// poll returned costs one more turn, never a wait.
         var polling = false
     }
 
@@ -131,10 +141,6 @@ final class CurlEngine: @unchecked Sendable {
     private var idleHandles: [UnsafeMutableRawPointer] = []
     /// Easy handles kept for reuse (their allocations; connections live in the multi handle's cache).
     private static let idleHandlesMax = 64
-    /// The loop's longest wait while exchanges run (libcurl shortens it to its own next timeout); with none running
-    /// nothing needs a timer, so an idle client waits `idleWaitMs` for work or a socket.
-    private static let busyWaitMs: Int32 = 1_000
-    private static let idleWaitMs: Int32 = 3_600_000
 
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
@@ -210,13 +216,14 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
             // Waits only with nothing queued: what came in while the loop ran (its completions' next requests among
-            // it) is taken at once, and a later `submit` sees `polling` and wakes it.
+            // it) is taken at once, and a later `submit` sees `polling` and wakes it. The wait is bounded all the same
+            // (`pollWaitMsMax`), so even a wake-up libcurl failed to deliver would cost a second, not an exchange.
             let wait = state.withLock { s in
                 s.polling = s.submitted.isEmpty && s.cancelled.isEmpty && !s.closed
                 return s.polling
             }
             if wait {
-                curl_multi_poll(multi, nil, 0, running.isEmpty ? Self.idleWaitMs : Self.busyWaitMs, nil)
+                curl_multi_poll(multi, nil, 0, options.pollWaitMsMax, nil)
                 state.withLock { $0.polling = false }
             }
         }
