@@ -95,7 +95,7 @@ public final class WebhookDeliveryWorker: Sendable {
         var wakeRequested = false
         var sleeper: CheckedContinuation<Void, Never>?
         var loop: Task<Void, Never>?
-        /// Wakes the loop every `pollIntervalMs` (one timer for the worker's life, not one per pass).
+        /// Wakes the loop every `pollIntervalMs` if it sleeps (one timer for the worker's life, not one per pass).
         var ticker: Task<Void, Never>?
         var stopped = false
         /// Attempts this process made per endpoint, by what they came to (`/metrics`).
@@ -164,7 +164,7 @@ public final class WebhookDeliveryWorker: Sendable {
                 }
             }
             s.ticker = Task.detached { [self] in
-                while (try? await Task.sleep(for: .milliseconds(options.pollIntervalMs))) != nil { wake() }
+                while (try? await Task.sleep(for: .milliseconds(options.pollIntervalMs))) != nil { tick() }
             }
         }
     }
@@ -173,6 +173,17 @@ public final class WebhookDeliveryWorker: Sendable {
     public func wake() {
         let sleeper = state.withLock { s -> CheckedContinuation<Void, Never>? in
             s.wakeRequested = true
+            defer { s.sleeper = nil }
+            return s.sleeper
+        }
+        sleeper?.resume()
+    }
+
+    /// The poll: wakes the loop if it sleeps. A pass longer than `pollIntervalMs` (a loaded machine) is not followed by
+    /// another at once, as a `wake()` during it would make it: polls come at most every `pollIntervalMs`, and at most
+    /// that long after the loop began to sleep.
+    private func tick() {
+        let sleeper = state.withLock { s -> CheckedContinuation<Void, Never>? in
             defer { s.sleeper = nil }
             return s.sleeper
         }
@@ -210,7 +221,7 @@ public final class WebhookDeliveryWorker: Sendable {
         }
     }
 
-    /// Until `wake()` (the ingest's, or the ticker's at the latest `pollIntervalMs` on).
+    /// Until `wake()` (the ingest's, since the last pass began), or the ticker's next poll (at most `pollIntervalMs` on).
     private func sleep() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
