@@ -32,8 +32,8 @@ public struct MetricLedgerRow: Sendable, Hashable {
 }
 
 /// A customer's stored facts for the numbers: the newest copy of every transaction it owns (consumables too), the
-/// renewal info of each of its subscriptions, its ledger entries (summed per kind and span), the purchases outside the App Store applied to it and
-/// the entitlements they give, and the Google Play orders it owns.
+/// renewal info of each of its subscriptions, its ledger entries (summed per kind and span), the purchases outside the
+/// App Store applied to it and the entitlements they give, and the Google Play orders it owns.
 public struct StoredMetricFacts: Sendable {
     public var customerId: String
     public var transactions: [TransactionPayload] = []
