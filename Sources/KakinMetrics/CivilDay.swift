@@ -6,6 +6,14 @@ import KakinCore
 public enum CivilDay {
     /// 1970-01-01 … 9999-12-31: what `YYYY-MM-DD` can name.
     public static let range: ClosedRange<Int64> = 0...2_932_896
+    /// A quarter hour of UTC (from the epoch): every `ReportingCalendar` answers one day for all of it, so facts that
+    /// only add up on their day (the ledger's deltas) may be summed per quarter hour first, by the database.
+    public static let quarterHourMs: Int64 = 900_000
+
+    /// The first millisecond of the quarter hour `ms` falls in.
+    public static func quarterHourStart(ofMs ms: Int64) -> Int64 {
+        (ms >= 0 ? ms / quarterHourMs : (ms - quarterHourMs + 1) / quarterHourMs) * quarterHourMs
+    }
 
     /// The day number of a date (Howard Hinnant's days-from-civil).
     public static func number(year: Int64, month: Int64, day: Int64) -> Int64 {
@@ -83,7 +91,8 @@ public enum CivilDay {
 public protocol ReportingCalendar: Sendable {
     /// The IANA name (what the overview answers as `timeZone`).
     var identifier: String { get }
-    /// The day number of the local date at `ms` (milliseconds since the UNIX epoch).
+    /// The day number of the local date at `ms` (milliseconds since the UNIX epoch): the same for every millisecond of
+    /// a UTC quarter hour (`CivilDay.quarterHourMs`), as every zone's offset today is a whole number of quarter hours.
     func day(ofMs ms: Int64) -> Int64
 }
 
@@ -103,9 +112,11 @@ extension ReportingCalendar {
 /// A zone with one fixed offset (UTC by default): tests, and facts whose zone does not matter.
 public struct FixedOffsetCalendar: ReportingCalendar {
     public let identifier: String
+    /// A whole number of quarter hours, as every zone's.
     public let offsetSeconds: Int64
 
     public init(identifier: String = "UTC", offsetSeconds: Int64 = 0) {
+        precondition((offsetSeconds * 1000) % CivilDay.quarterHourMs == 0, "an offset is a whole number of quarter hours")
         self.identifier = identifier
         self.offsetSeconds = offsetSeconds
     }

@@ -1,12 +1,13 @@
 import KakinCore
 
-/// One ledger entry as the numbers read it.
+/// One ledger entry as the numbers read it, or several of one kind summed within a UTC quarter hour (the numbers only
+/// add the deltas up per day, and a day is one over a quarter hour: `ReportingCalendar`), as storage reads them.
 public struct LedgerFact: Sendable, Hashable {
     /// `LedgerEntryKind`'s raw value (`purchase`, `spend`, `grant`, `refund`, `refundReversed`, `adjustment`).
     public var kind: String
     public var paidDelta: Int64
     public var freeDelta: Int64
-    /// When it was written (Kakin's clock).
+    /// When it was written (Kakin's clock), or the start of the quarter hour of the entries summed.
     public var atMs: Int64
 
     public init(kind: String, paidDelta: Int64, freeDelta: Int64, atMs: Int64) {

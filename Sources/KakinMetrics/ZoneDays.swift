@@ -1,7 +1,7 @@
 import Foundation
 
 /// An IANA zone's local dates, from Foundation's time zone database (the only Foundation use of this target; it reads
-/// no clock). Offsets are cached per hour of UTC, so a rebuild over millions of facts asks Foundation rarely.
+/// no clock). Offsets are cached per quarter hour of UTC, so a rebuild over millions of facts asks Foundation rarely.
 public final class ZoneDays: ReportingCalendar, @unchecked Sendable {
     public let identifier: String
     private let zone: TimeZone
@@ -16,16 +16,17 @@ public final class ZoneDays: ReportingCalendar, @unchecked Sendable {
     }
 
     public func day(ofMs ms: Int64) -> Int64 {
-        // Zone offsets change on whole or half hours; a 15-minute bucket is exact for every zone in use.
-        let bucket = ms >= 0 ? ms / 900_000 : (ms - 899_999) / 900_000
+        // Zones change offset on whole quarter hours of UTC and are a whole number of quarter hours from it (today's;
+        // the local mean times of the 1800s are not): the quarter's start has the day of every millisecond in it.
+        let start = CivilDay.quarterHourStart(ofMs: ms)
         let offset: Int64 = lock.withLock {
-            if let o = offsets[bucket] { return o }
-            let o = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000))) * 1000
+            if let o = offsets[start] { return o }
+            let o = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(start) / 1000))) * 1000
             if offsets.count > 200_000 { offsets.removeAll(keepingCapacity: true) }
-            offsets[bucket] = o
+            offsets[start] = o
             return o
         }
-        let local = ms + offset
+        let local = start + offset
         return local >= 0 ? local / 86_400_000 : (local - 86_399_999) / 86_400_000
     }
 }

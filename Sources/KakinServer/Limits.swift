@@ -10,6 +10,7 @@ import KakinEvents
 import KakinEventsListener
 import KakinExternal
 import KakinOfferings
+import KakinService
 import KakinStorage
 extension Configuration {
     /// Exchange rates configured.
@@ -85,6 +86,9 @@ struct LimitRelations {
     var feedScanRowsMax: Int
     var offeringObjectsMax: Int
     var offeringObjectsReadMax: Int
+    var rollupPassCustomersMax: Int
+    var rollupPassEventsMax: Int
+    var metricFactsCustomersMax: Int
 /// How limits of different targets must relate, asserted when a server starts (`KakinRuntime.start`), as TigerBeetle's
 /// constants.zig asserts its constants: a field below the body that carries it, a token below the header, a batch
 /// below what its table takes. `declared` reads each limit where it is declared; a relation that does not hold names
@@ -106,7 +110,8 @@ struct LimitRelations {
             replayEventIdsMax: KakinStore.replayEventIdsMax, feedPageMax: KakinStore.feedLimitRange.upperBound,
             feedScanRowsMax: KakinStore.feedScanRowsMax,
             offeringObjectsMax: OfferingLimits.offeringsMax + OfferingLimits.placementsMax + OfferingLimits.experimentsMax,
-            offeringObjectsReadMax: OfferingsRecords.objectsReadMax)
+            offeringObjectsReadMax: OfferingsRecords.objectsReadMax, rollupPassCustomersMax: BusinessMetrics.passCustomersMax,
+            rollupPassEventsMax: BusinessMetrics.passEventsMax, metricFactsCustomersMax: KakinStore.metricFactsCustomersMax)
     }()
     static func base64Length(_ bytes: Int) -> Int { (bytes + 2) / 3 * 4 }
     var relations: [(statement: String, holds: Bool)] {
@@ -147,6 +152,10 @@ struct LimitRelations {
              feedPageMax <= feedScanRowsMax),
             ("offerings + placements + experiments at their limits \(offeringObjectsMax) <= OfferingsRecords.objectsReadMax \(offeringObjectsReadMax): a full configuration is read whole",
              offeringObjectsMax <= offeringObjectsReadMax),
+            ("BusinessMetrics.passCustomersMax \(rollupPassCustomersMax) <= passEventsMax \(rollupPassEventsMax): a rollup pass can fill its customers",
+             rollupPassCustomersMax <= rollupPassEventsMax),
+            ("BusinessMetrics.passCustomersMax \(rollupPassCustomersMax) a multiple of metricFactsCustomersMax \(metricFactsCustomersMax): a full pass reads its facts in full pages",
+             rollupPassCustomersMax % metricFactsCustomersMax == 0),
         ]
     }
     var violations: [String] { relations.filter { !$0.holds }.map(\.statement) }

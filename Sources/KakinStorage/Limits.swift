@@ -19,6 +19,8 @@ extension KakinStore {
     public static let exportPageRowsMax = 2_000
     /// Customers read per statement when facts are loaded in bulk.
     public static let metricFactsCustomersMax = 500
+    /// Events outbox rows a rollup pass reads per statement.
+    public static let metricEventsPerReadMax = 2_000
     /// Rows one multi-row rollup statement writes (`metric_days` cells, `metric_contributions` shares), at most: 7
     /// parameters a cell, far below either engine's limit on bound parameters (a power of two: `SQLList.chunks`).
     static let metricRowsPerStatementMax = 256

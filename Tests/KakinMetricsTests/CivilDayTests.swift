@@ -1,3 +1,4 @@
+import Foundation
 import KakinMetrics
 import Testing
 
@@ -20,6 +21,27 @@ import Testing
         #expect(CivilDay.string(tokyo.day(ofMs: 1_767_279_600_000)) == "2026-01-02")
         #expect(CivilDay.string(ZoneDays(identifier: "Asia/Tokyo")!.day(ofMs: 1_767_279_600_000)) == "2026-01-02")
         #expect(CivilDay.string(ZoneDays(identifier: "America/New_York")!.day(ofMs: 1_767_279_600_000)) == "2026-01-01")
+    }
+
+    /// Every zone's day is one day over each UTC quarter hour (`ReportingCalendar`), and it is the local date of every
+    /// minute in it: zones 30 and 45 minutes off the hour, a 30-minute clock change, the Chatham Islands' +12:45/+13:45.
+    /// So the ledger summed per quarter hour by the database counts each entry on its own local date.
+    @Test func aZonesDayIsTheLocalDateAndTheSameOverEachQuarterHour() {
+        for name in ["Asia/Kathmandu", "Australia/Lord_Howe", "America/St_Johns", "Europe/Berlin", "Pacific/Chatham", "Asia/Kolkata"] {
+            let days = ZoneDays(identifier: name)!, zone = TimeZone(identifier: name)!
+            var wrong: [String] = []
+            // Every 7 minutes of 2026 (UTC), so each quarter hour is seen at different minutes.
+            var ms: Int64 = 1_767_225_600_000
+            while ms < 1_798_761_600_000, wrong.count < 5 {
+                let local = ms + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000))) * 1000
+                let quarter = CivilDay.quarterHourStart(ofMs: ms)
+                if days.day(ofMs: ms) != local / 86_400_000 || days.day(ofMs: quarter) != days.day(ofMs: quarter + CivilDay.quarterHourMs - 1) {
+                    wrong.append("\(ms)")
+                }
+                ms += 7 * 60_000
+            }
+            #expect(wrong.isEmpty, "\(name): \(wrong)")
+        }
     }
 
     @Test func minorUnitsFollowISO4217() {

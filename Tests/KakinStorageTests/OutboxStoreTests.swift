@@ -440,7 +440,7 @@ func appendRaw(_ db: SQLConnection, _ customer: String, _ types: [String], atMs:
             let lags = try await store.outboxCursorLags(endpointIds: [])
             #expect(lags.map(\.name) == ["metrics"] && lags.first?.oldestUnreadCreatedAtMs == Self.t0)
             // It reads the first event: that one goes, the second stays for it.
-            let first = try await store.snapshot { r in try r.customersWithEvents(after: .start, limit: 1).next }
+            let first = try await store.snapshot { r in try r.customersWithEvents(after: .start, eventsMax: 1, customersMax: 1).next }
             try await store.transaction { r in _ = try r.moveMetricsCursor(from: .start, to: first) }
             purged = try await store.purgeOutbox(eventCutoffMs: later, deliveryCutoffMs: later, endpointIds: [], batchMax: 100)
             #expect(purged.events == 1)

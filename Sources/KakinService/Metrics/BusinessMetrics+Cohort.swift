@@ -35,7 +35,9 @@ extension BusinessMetrics {
                 let page = try r.offerings.enrollments(experimentId: cohort.experimentId, variantId: cohort.variantId, afterCustomerId: after,
                                                        limit: KakinStore.metricFactsCustomersMax)
                 var share = Contribution()
-                for facts in try r.metricFacts(customerIds: page.map(\.customerId)) { share.add(Contributions.of(Self.facts(facts), settings: settings)) }
+                for facts in try r.metricFacts(customerIds: page.map(\.customerId), ledgerSpanMs: CivilDay.quarterHourMs) {
+                    share.add(Contributions.of(Self.facts(facts), settings: settings))
+                }
                 return (page.count == KakinStore.metricFactsCustomersMax ? page.last?.customerId : nil, share)
             }
             total.add(share)

@@ -45,8 +45,11 @@ public final class BusinessMetrics: Sendable {
     let logger: Logger
     /// The rollup worker's loop (polls; a pass catches up to the end of the feed).
     public let worker: BackgroundLoop
-    /// Events read per write.
-    public static let eventsPerPass = 500
+    /// Events one pass reads, at most (`KakinStore.metricEventsPerReadMax` a statement).
+    public static let passEventsMax = 20_000
+    /// Customers one pass recomputes and writes the shares of, at most: a customer changed many times since the last
+    /// pass is recomputed once, and the pass's one write stays short (a few multi-row statements).
+    public static let passCustomersMax = 1_000
 
     public init(store: any MetricsRepository, settings: MetricsSettings, clock: any Clock, logger: Logger,
                 worker: BackgroundLoop = BackgroundLoop(pollIntervalMs: 2_000)) {
@@ -95,26 +98,37 @@ public final class BusinessMetrics: Sendable {
 
     // MARK: Keeping up
 
-    /// One pass: the customers of the next events past the cursor recomputed from their facts, read on ONE snapshot
-    /// (so the ingest's writes never conflict with the reading: no SERIALIZABLE read locks on its tables); then ONE
-    /// write that moves the cursor from where it was read (a compare-and-set: another pass that moved it first wins and
-    /// this one writes nothing) and the rollups by each share's difference from the stored share. A fact committed
-    /// after the snapshot has its event after the cursor handed out, so its customer is recomputed by a later pass.
-    /// Answers the events read (0: caught up).
+    /// What one pass did.
+    public struct Pass: Sendable, Hashable {
+        /// Events read past the cursor (0: it was at the end of the feed).
+        public var events: Int
+        /// Customers recomputed.
+        public var customers: Int
+        /// It read to the end of the feed (as its snapshot saw it) and moved the cursor there.
+        public var caughtUp: Bool
+    }
+
+    /// One pass: the customers of the events past the cursor, up to `passCustomersMax` of them (each once, however
+    /// many of its events there are), recomputed from their facts, read on ONE snapshot (so the ingest's writes never
+    /// conflict with the reading: no SERIALIZABLE read locks on its tables); then ONE write that moves the cursor from
+    /// where it was read (a compare-and-set: another pass that moved it first wins and this one writes nothing) and the
+    /// rollups by each share's difference from the stored share. A fact committed after the snapshot has its event
+    /// after the cursor handed out, so its customer is recomputed by a later pass.
     @discardableResult
-    public func step() async throws(KakinError) -> Int {
+    public func step() async throws(KakinError) -> Pass {
         let settings = settings
-        let (cursor, next, events, shares) = try await store.snapshot { r -> (EventFeedCursor, EventFeedCursor, Int, [(String, Contribution)]) in
+        let (cursor, read, shares) = try await store.snapshot { r -> (EventFeedCursor, MetricsEventsRead, [(String, Contribution)]) in
             let cursor = try r.metricsCursor()
-            let (customers, next, events) = try r.customersWithEvents(after: cursor, limit: Self.eventsPerPass)
-            return (cursor, next, events, try Self.shares(of: customers, r, settings: settings))
+            let read = try r.customersWithEvents(after: cursor, eventsMax: Self.passEventsMax, customersMax: Self.passCustomersMax)
+            return (cursor, read, try Self.shares(of: read.customers, r, settings: settings))
         }
-        guard events > 0 else { return 0 }
-        try await store.transaction { r in
-            guard try r.moveMetricsCursor(from: cursor, to: next) else { return }
+        guard read.events > 0 else { return Pass(events: 0, customers: 0, caughtUp: true) }
+        let moved = try await store.transaction { r -> Bool in
+            guard try r.moveMetricsCursor(from: cursor, to: read.next) else { return false }
             try Self.apply(shares, r)
+            return true
         }
-        return events
+        return Pass(events: read.events, customers: read.customers.count, caughtUp: moved && read.end)
     }
 
     /// Moves the rollups by each share's difference from the stored one and stores the shares (inside a write), a page of
@@ -168,7 +182,7 @@ public final class BusinessMetrics: Sendable {
         var start = 0
         while start < customerIds.count {
             let page = Array(customerIds[start..<min(customerIds.count, start + KakinStore.metricFactsCustomersMax)])
-            for facts in try r.metricFacts(customerIds: page) {
+            for facts in try r.metricFacts(customerIds: page, ledgerSpanMs: CivilDay.quarterHourMs) {
                 shares.append((facts.customerId, Contributions.of(Self.facts(facts), settings: settings)))
             }
             start += page.count
@@ -176,9 +190,10 @@ public final class BusinessMetrics: Sendable {
         return shares
     }
 
-    /// Steps until the cursor reaches the end of the feed (the worker's pass; tests call it to be current).
+    /// Steps until a pass reaches the end of the feed (the worker's pass; tests call it to be current). Events appended
+    /// meanwhile wait for the next poll, so a customer changing all the time is recomputed once a poll.
     public func catchUp() async throws(KakinError) {
-        while try await step() > 0 {}
+        while try await !step().caughtUp {}
     }
 
     /// The worker's pass: catch up, logging a failure (the next pass tries again from the same cursor).
@@ -260,7 +275,7 @@ public final class BusinessMetrics: Sendable {
             let range = try await store.snapshot { r -> [Recomputed] in
                 let page = try r.customerIds(after: from, limit: customersPerWrite)
                 let stored = try r.metricContributions(customerIds: page), events = try r.lastEventSequences(customerIds: page)
-                return try r.metricFacts(customerIds: page).map { facts in
+                return try r.metricFacts(customerIds: page, ledgerSpanMs: CivilDay.quarterHourMs).map { facts in
                     Recomputed(customerId: facts.customerId, share: Contributions.of(Self.facts(facts), settings: settings),
                                stored: stored[facts.customerId], lastEvent: events[facts.customerId])
                 }

@@ -283,7 +283,8 @@ public final class Offerings: Sendable {
             let page = try await store.snapshot { [after] r -> [(variant: String, customerId: String, outcome: CustomerOutcome)] in
                 let enrollments = try r.offerings.enrollments(experimentId: experimentId, variantId: nil, afterCustomerId: after,
                                                               limit: KakinStore.metricFactsCustomersMax)
-                return zip(enrollments, try r.metricFacts(customerIds: enrollments.map(\.customerId))).map { e, stored in
+                let facts = try r.metricFacts(customerIds: enrollments.map(\.customerId), ledgerSpanMs: CivilDay.quarterHourMs)
+                return zip(enrollments, facts).map { e, stored in
                     let customer = BusinessMetrics.facts(stored)
                     let facts = RevenueFact.appStore(customer, settings: settings) + RevenueFact.external(customer.externalPurchases)
                     return (e.variantId, e.customerId, CustomerOutcome.of(facts, enrolledAtMs: e.enrolledAtMs, nowMs: now))

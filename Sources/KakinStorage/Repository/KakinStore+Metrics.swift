@@ -21,17 +21,19 @@ public struct MetricCell: Sendable, Hashable {
     }
 }
 
-/// One ledger entry as the numbers read it.
+/// A customer's ledger entries of one kind in one span of UTC time, summed, as the numbers read them (they only add
+/// the deltas up per day, and a day is the same over the whole span: `metricFacts`' `ledgerSpanMs`).
 public struct MetricLedgerRow: Sendable, Hashable {
     public var kind: String
     public var paidDelta: Int64
     public var freeDelta: Int64
+    /// The span's first millisecond.
     public var atMs: Int64
 }
 
 /// A customer's stored facts for the numbers: the newest copy of every transaction it owns (consumables too), the
-/// renewal info of each of its subscriptions, its ledger entries, the purchases outside the App Store applied to it and
-/// the entitlements they give, and the Google Play orders it owns.
+/// renewal info of each of its subscriptions, its ledger entries (summed per kind and span), the purchases outside the
+/// App Store applied to it and the entitlements they give, and the Google Play orders it owns.
 public struct StoredMetricFacts: Sendable {
     public var customerId: String
     public var transactions: [TransactionPayload] = []
@@ -47,12 +49,27 @@ extension KakinStore {
     static let metricsCursorName = "rollups"
 }
 
+/// What a rollup pass read of the events outbox (`customersWithEvents`).
+public struct MetricsEventsRead: Sendable {
+    /// The customers the events name, each once, in the order of their first event.
+    public var customers: [String]
+    /// The cursor after the last event taken.
+    public var next: EventFeedCursor
+    /// Events taken.
+    public var events: Int
+    /// The feed had nothing after them.
+    public var end: Bool
+}
+
 extension Records {
     // MARK: Facts
 
     /// The facts of up to `metricFactsCustomersMax` customers (every one asked for is in the answer, possibly empty).
-    public func metricFacts(customerIds: [String]) throws -> [StoredMetricFacts] {
+    /// The ledger comes summed by the engine per kind and per `ledgerSpanMs` of UTC time from the epoch (a span over
+    /// which the caller's days do not change), so a customer's long ledger is a few rows here.
+    public func metricFacts(customerIds: [String], ledgerSpanMs: Int64) throws -> [StoredMetricFacts] {
         precondition(customerIds.count <= KakinStore.metricFactsCustomersMax, "at most \(KakinStore.metricFactsCustomersMax) customers per read")
+        precondition(ledgerSpanMs > 0, "a span is some time")
         guard !customerIds.isEmpty else { return [] }
         var facts = Dictionary(uniqueKeysWithValues: customerIds.map { ($0, StoredMetricFacts(customerId: $0)) })
         let list = Array(repeating: "?", count: customerIds.count).joined(separator: ", ")
@@ -68,12 +85,16 @@ extension Records {
             guard let c = r.string("customer_id"), let info = r.string("payload").flatMap(StoredStatusFields.renewalInfo) else { continue }
             facts[c]?.renewalInfos.append(info)
         }
+        // The span numbers `at_ms` falls in, rounded down before the epoch too (both engines' integer division truncates
+        // towards 0). The width is the caller's constant, written into the text (one prepared statement per width).
         for r in try db.query("""
-            SELECT customer_id, kind, paid_delta, free_delta, at_ms FROM ledger_entries WHERE customer_id IN (\(list)) ORDER BY seq
+            SELECT customer_id, kind, SUM(paid_delta) AS paid_delta, SUM(free_delta) AS free_delta,
+                (at_ms - CASE WHEN at_ms < 0 THEN \(ledgerSpanMs - 1) ELSE 0 END) / \(ledgerSpanMs) AS ledger_span
+            FROM ledger_entries WHERE customer_id IN (\(list)) GROUP BY customer_id, kind, ledger_span
             """, ids) {
             guard let c = r.string("customer_id") else { continue }
             facts[c]?.ledger.append(MetricLedgerRow(kind: r.string("kind") ?? "", paidDelta: r.int("paid_delta") ?? 0,
-                                                    freeDelta: r.int("free_delta") ?? 0, atMs: r.int("at_ms") ?? 0))
+                                                    freeDelta: r.int("free_delta") ?? 0, atMs: (r.int("ledger_span") ?? 0) * ledgerSpanMs))
         }
         for r in try db.query("SELECT \(Self.purchaseColumns) FROM external_purchases WHERE customer_id IN (\(list)) AND applied = 1", ids) {
             let row = Self.purchaseRow(r)
@@ -142,18 +163,34 @@ extension Records {
     }
 
     /// The customers of the events after `cursor` in feed order (only what no later commit can precede, as the feed
-    /// serves), at most `limit` events, and the cursor after the last one read.
-    public func customersWithEvents(after cursor: EventFeedCursor, limit: Int) throws -> (customers: [String], next: EventFeedCursor, events: Int) {
-        let rows = try db.query("""
-            SELECT txid, feed_pos, customer_id FROM outbox_events WHERE \(KakinStore.afterFeedCursor(db))\(KakinStore.feedVisibility(db))
-            ORDER BY txid, feed_pos LIMIT ?
-            """, [.integer(cursor.txid), .integer(cursor.position), .integer(Int64(limit))])
-        var seen = Set<String>(), customers: [String] = []
-        for r in rows {
-            if let c = r.string("customer_id"), seen.insert(c).inserted { customers.append(c) }
+    /// serves), each once: events are read `metricEventsPerReadMax` a statement until `eventsMax` were taken, the feed
+    /// ends, or the next event's customer would be one more than `customersMax` (that event and those after it are left
+    /// for the next read).
+    public func customersWithEvents(after cursor: EventFeedCursor, eventsMax: Int, customersMax: Int) throws -> MetricsEventsRead {
+        precondition(eventsMax > 0 && customersMax > 0, "a read takes at least one event")
+        var read = MetricsEventsRead(customers: [], next: cursor, events: 0, end: false)
+        var seen = Set<String>()
+        while read.events < eventsMax {
+            let limit = min(KakinStore.metricEventsPerReadMax, eventsMax - read.events)
+            let rows = try db.query("""
+                SELECT txid, feed_pos, customer_id FROM outbox_events WHERE \(KakinStore.afterFeedCursor(db))\(KakinStore.feedVisibility(db))
+                ORDER BY txid, feed_pos LIMIT ?
+                """, [.integer(read.next.txid), .integer(read.next.position), .integer(Int64(limit))])
+            for r in rows {
+                if let c = r.string("customer_id"), !seen.contains(c) {
+                    guard read.customers.count < customersMax else { return read }
+                    seen.insert(c)
+                    read.customers.append(c)
+                }
+                read.next = EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0)
+                read.events += 1
+            }
+            if rows.count < limit {
+                read.end = true
+                break
+            }
         }
-        let next = rows.last.map { EventFeedCursor(txid: $0.int("txid") ?? 0, position: $0.int("feed_pos") ?? 0) } ?? cursor
-        return (customers, next, rows.count)
+        return read
     }
 
     /// The end of what the feed serves now (a rebuild's cursor).
