@@ -61,7 +61,7 @@ public struct TransactionPayload: Sendable, Hashable {
              originalPurchaseDate, expiresDate, quantity, type, appAccountToken, inAppOwnershipType, signedDate, revocationDate,
              revocationReason, revocationType, revocationPercentage, isUpgraded, offerType, offerIdentifier, offerDiscountType,
              offerPeriod, environment, transactionReason, storefront, price, currency, billingPlanType, commitmentInfo, appTransactionId
-        static let names = allCases.map { "\($0)" }
+        static let names = PayloadKeyNames(allCases.map { "\($0)" })
     }
 
     public init(json: JSONValue) throws(PayloadDecodingError) {
@@ -82,7 +82,7 @@ public struct TransactionPayload: Sendable, Hashable {
         expiresDate = json[.expiresDate]?.int64Value
         quantity = json[.quantity]?.intValue ?? 1
         type = AppleProductType(rawValue: try json.requiredString(.type))
-        appAccountToken = json[.appAccountToken]?.stringValue?.lowercased()
+        appAccountToken = json[.appAccountToken]?.stringValue.map(Self.lowercased)
         inAppOwnershipType = InAppOwnershipType(rawValue: json[.inAppOwnershipType]?.stringValue ?? "PURCHASED")
         signedDate = try json.requiredMs(.signedDate)
         revocationDate = json[.revocationDate]?.int64Value
@@ -102,6 +102,13 @@ public struct TransactionPayload: Sendable, Hashable {
         appTransactionId = json[.appTransactionId]?.idString
         billingPlanType = json[.billingPlanType]?.stringValue.map(BillingPlanType.init(rawValue:))
         commitmentInfo = TransactionCommitmentInfo(json: json[.commitmentInfo])
+    }
+}
+
+extension TransactionPayload {
+    /// `lowercased()`, without the copy when nothing is upper case (an account token as Kakin hands it out).
+    static func lowercased(_ s: String) -> String {
+        s.utf8.contains { $0 >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) } ? s.lowercased() : s
     }
 }
 
@@ -148,7 +155,7 @@ public struct RenewalInfoPayload: Sendable, Hashable {
              gracePeriodExpiresDate, priceIncreaseStatus, offerType, offerIdentifier, offerDiscountType, offerPeriod,
              recentSubscriptionStartDate, renewalDate, signedDate, environment, appAccountToken, eligibleWinBackOfferIds, renewalPrice,
              currency, appTransactionId, renewalBillingPlanType, commitmentInfo
-        static let names = allCases.map { "\($0)" }
+        static let names = PayloadKeyNames(allCases.map { "\($0)" })
     }
 
     public init(json: JSONValue) throws(PayloadDecodingError) {
@@ -174,7 +181,7 @@ public struct RenewalInfoPayload: Sendable, Hashable {
         renewalDate = json[.renewalDate]?.int64Value
         signedDate = try json.requiredMs(.signedDate)
         environment = AppStoreEnvironment(rawValue: try json.requiredString(.environment))
-        appAccountToken = json[.appAccountToken]?.stringValue?.lowercased()
+        appAccountToken = json[.appAccountToken]?.stringValue.map(TransactionPayload.lowercased)
         eligibleWinBackOfferIds = json[.eligibleWinBackOfferIds]?.arrayValue?.compactMap(\.stringValue) ?? []
         renewalPrice = json[.renewalPrice]?.int64Value
         currency = json[.currency]?.stringValue
@@ -295,18 +302,18 @@ extension JSONValue {
     func requiredID(_ key: String) throws(PayloadDecodingError) -> String { try Self.requiredID(self[key], key) }
     func requiredMs(_ key: String) throws(PayloadDecodingError) -> Int64 { try Self.requiredMs(self[key], key) }
 
-    static func requiredString(_ value: JSONValue?, _ key: String) throws(PayloadDecodingError) -> String {
-        guard let s = value?.stringValue, !s.isEmpty else { throw PayloadDecodingError(field: key) }
+    static func requiredString(_ value: JSONValue?, _ key: @autoclosure () -> String) throws(PayloadDecodingError) -> String {
+        guard let s = value?.stringValue, !s.isEmpty else { throw PayloadDecodingError(field: key()) }
         return s
     }
 
-    static func requiredID(_ value: JSONValue?, _ key: String) throws(PayloadDecodingError) -> String {
-        guard let s = value?.idString, !s.isEmpty else { throw PayloadDecodingError(field: key) }
+    static func requiredID(_ value: JSONValue?, _ key: @autoclosure () -> String) throws(PayloadDecodingError) -> String {
+        guard let s = value?.idString, !s.isEmpty else { throw PayloadDecodingError(field: key()) }
         return s
     }
 
-    static func requiredMs(_ value: JSONValue?, _ key: String) throws(PayloadDecodingError) -> Int64 {
-        guard let v = value?.int64Value else { throw PayloadDecodingError(field: key) }
+    static func requiredMs(_ value: JSONValue?, _ key: @autoclosure () -> String) throws(PayloadDecodingError) -> Int64 {
+        guard let v = value?.int64Value else { throw PayloadDecodingError(field: key()) }
         return v
     }
 }

@@ -1,8 +1,31 @@
 /// The keys a typed payload reads (`TransactionPayload.Key`, …), each case named as its JSON key: the slots
 /// `JSONParser.members` fills are indexed by `rawValue`, 0 up.
 protocol PayloadKey: RawRepresentable<Int>, CaseIterable {
-    /// The JSON key of each case, by `rawValue` (declared `allCases.map { "\($0)" }`: the case names are the keys).
-    static var names: [String] { get }
+    /// Declared `PayloadKeyNames(allCases.map { "\($0)" })`: the case names are the keys.
+    static var names: PayloadKeyNames { get }
+}
+
+/// The JSON key of each case of a `PayloadKey`, by `rawValue`, and their UTF-8 as a scan compares keys with them.
+struct PayloadKeyNames: Sendable {
+    let strings: [String]
+    let utf8: [[UInt8]]
+
+    init(_ strings: [String]) {
+        precondition(strings.count <= UInt64.bitWidth && Set(strings).count == strings.count, "at most 64 keys, each once")
+        self.strings = strings
+        utf8 = strings.map { Array($0.utf8) }
+    }
+
+    var count: Int { strings.count }
+    subscript(index: Int) -> String { strings[index] }
+
+    /// The index of the key whose UTF-8 is `key`.
+    func index(of key: UnsafeBufferPointer<UInt8>) -> Int? {
+        for (n, name) in utf8.enumerated() where name.count == key.count {
+            if name.withUnsafeBufferPointer({ $0.elementsEqual(key) }) { return n }
+        }
+        return nil
+    }
 }
 
 extension JSONParser {
@@ -11,7 +34,6 @@ extension JSONParser {
     /// `parse` accepts that are objects (nil for the rest): every other member's value is parsed and dropped, a key
     /// twice is refused, keys compare as the parser's dictionary compares them (escapes decoded, `String` equality).
     static func members<Key: PayloadKey>(_ buf: UnsafeBufferPointer<UInt8>, _: Key.Type, depthMax: Int = depthMaxDefault) -> [JSONValue?]? {
-        precondition(Key.allCases.count == Key.names.count && Key.allCases.count <= UInt64.bitWidth, "one name per key, at most 64")
         var p = Cursor(buf: buf, depthMax: depthMax)
         p.skipSpace()
         // Anything but an object is either refused by `parse` or not a payload: nil both ways.
@@ -67,7 +89,7 @@ extension JSONParser.Cursor {
 
     /// Reads the key whose opening quote is at `i`. A plain ASCII key (no escape: every key Kakin and Apple write) is
     /// compared in place; any other goes through `parseString`, so that it compares as a parsed key would.
-    mutating func memberKey(_ names: [String]) throws(JSONParseError) -> MemberKey {
+    mutating func memberKey(_ names: PayloadKeyNames) throws(JSONParseError) -> MemberKey {
         let start = i + 1
         var end = start
         while end < buf.count, buf[end] >= 0x20, buf[end] < 0x80, buf[end] != UInt8(ascii: "\""), buf[end] != UInt8(ascii: "\\") {
@@ -76,12 +98,9 @@ extension JSONParser.Cursor {
         if end < buf.count, buf[end] == UInt8(ascii: "\"") {
             let key = UnsafeBufferPointer(rebasing: buf[start..<end])
             i = end + 1
-            for (n, name) in names.enumerated() where name.utf8.count == key.count {
-                if name.utf8.elementsEqual(key) { return .known(n) }
-            }
-            return .other(String(decoding: key, as: UTF8.self))
+            return names.index(of: key).map(MemberKey.known) ?? .other(String(decoding: key, as: UTF8.self))
         }
         let key = try parseString()
-        return names.firstIndex(of: key).map(MemberKey.known) ?? .other(key)
+        return names.strings.firstIndex(of: key).map(MemberKey.known) ?? .other(key)
     }
 }

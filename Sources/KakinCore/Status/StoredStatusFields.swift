@@ -7,8 +7,8 @@
 /// same way as a verified payload's `init(json:)`. A key added to a payload's `Key` is kept from then on; rows stored
 /// before keep the older set until their next copy arrives.
 public enum StoredStatusFields {
-    public static let transactionKeys = Set(TransactionPayload.Key.names)
-    public static let renewalInfoKeys = Set(RenewalInfoPayload.Key.names)
+    public static let transactionKeys = Set(TransactionPayload.Key.names.strings)
+    public static let renewalInfoKeys = Set(RenewalInfoPayload.Key.names.strings)
 
     public static func json(of payload: TransactionPayload) -> String { compact(payload.raw, keys: transactionKeys) }
     public static func json(of payload: RenewalInfoPayload) -> String { compact(payload.raw, keys: renewalInfoKeys) }
@@ -16,9 +16,13 @@ public enum StoredStatusFields {
     /// A stored value: the compact JSON, or (rows stored before the column existed) the signed copy itself. Read
     /// straight into the typed payload (`JSONParser.members`), no JSON tree built: a status read decodes a handful of
     /// these, the rollup and the writes that tell an event with the customer's status many more.
-    public static func transaction(_ stored: String) -> TransactionPayload? { decode(stored, TransactionPayload.init(_:document:)) }
+    public static func transaction(_ stored: String) -> TransactionPayload? {
+        decode(stored) { (members, document) throws(PayloadDecodingError) in try TransactionPayload(members, document: document) }
+    }
 
-    public static func renewalInfo(_ stored: String) -> RenewalInfoPayload? { decode(stored, RenewalInfoPayload.init(_:document:)) }
+    public static func renewalInfo(_ stored: String) -> RenewalInfoPayload? {
+        decode(stored) { (members, document) throws(PayloadDecodingError) in try RenewalInfoPayload(members, document: document) }
+    }
 
     static func compact(_ raw: JSONValue, keys: Set<String>) -> String {
         guard case .object(let o) = raw else { return raw.jsonString }
