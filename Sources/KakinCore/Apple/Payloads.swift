@@ -352,28 +352,22 @@ struct PayloadMembers<Key: PayloadKey> {
 /// read its fields from, parsed into a tree only when something asks for `raw` (the newest-copy rule on equal signing
 /// dates, the admin desk): a status read never does. Equal as the trees are equal.
 struct PayloadDocument: Sendable, Hashable {
-    enum Form: Sendable {
-        case tree(JSONValue)
-        /// A document `JSONParser.members` accepted, so `JSONParser.parse` accepts it too.
-        case text(String)
-    }
+    /// Exactly one of the two is set.
+    private var tree: JSONValue?
+    /// A document `JSONParser.members` accepted, so `JSONParser.parse` accepts it too.
+    private var text: String?
 
-    var form: Form
-
-    init(_ tree: JSONValue) { form = .tree(tree) }
-    init(text: String) { form = .text(text) }
+    init(_ tree: JSONValue) { self.tree = tree }
+    init(text: String) { self.text = text }
 
     var value: JSONValue {
-        switch form {
-        case .tree(let tree): return tree
-        case .text(let text):
-            guard let tree = try? JSONParser.parse(text) else { preconditionFailure("a document whose members were read parses") }
-            return tree
-        }
+        if let tree { return tree }
+        guard let text, let tree = try? JSONParser.parse(text) else { preconditionFailure("a document whose members were read parses") }
+        return tree
     }
 
     static func == (a: Self, b: Self) -> Bool {
-        if case .text(let x) = a.form, case .text(let y) = b.form, x == y { return true }
+        if let x = a.text, let y = b.text, x == y { return true }
         return a.value == b.value
     }
 
