@@ -37,20 +37,14 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            // The members' positions sorted by key, on the stack: no array of copied pairs, no second hash lookup per key.
-            withUnsafeTemporaryAllocation(of: Dictionary<String, JSONValue>.Index.self, capacity: o.count) { buffer in
-                var order = buffer
-                _ = order.initialize(fromContentsOf: o.indices)
-                order.sort { o.keys[$0] < o.keys[$1] }
-                for (n, position) in order.enumerated() {
-                    if n > 0 { out.append(UInt8(ascii: ",")) }
-                    if pretty { JSONValue.newline(&out, indent + 1) }
-                    JSONValue.writeString(o.keys[position], into: &out)
-                    out.append(UInt8(ascii: ":"))
-                    if pretty { out.append(UInt8(ascii: " ")) }
-                    o.values[position].write(into: &out, pretty: pretty, indent: indent + 1)
-                }
-                order.deinitialize()
+            // Sorted pairs, not sorted keys: no second hash lookup per key.
+            for (n, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                if pretty { JSONValue.newline(&out, indent + 1) }
+                JSONValue.writeString(member.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                if pretty { out.append(UInt8(ascii: " ")) }
+                member.value.write(into: &out, pretty: pretty, indent: indent + 1)
             }
             if pretty, !o.isEmpty { JSONValue.newline(&out, indent) }
             out.append(UInt8(ascii: "}"))
