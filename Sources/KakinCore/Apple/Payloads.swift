@@ -8,7 +8,12 @@ public struct PayloadDecodingError: Error, Sendable, Equatable, CustomStringConv
 
 /// `JWSTransactionDecodedPayload` (§3).
 public struct TransactionPayload: Sendable, Hashable {
-    public var raw: JSONValue
+    /// The whole payload, every field Apple sent (for a payload read from its stored status fields, those fields).
+    public var raw: JSONValue {
+        get { document.value }
+        set { document = PayloadDocument(newValue) }
+    }
+    var document: PayloadDocument
     public var transactionId: String
     public var originalTransactionId: String
     public var webOrderLineItemId: String?
@@ -50,46 +55,71 @@ public struct TransactionPayload: Sendable, Hashable {
         return WalletRules.revokedShareMilli(type: revocationType, percentage: revocationPercentage)
     }
 
+    /// The keys the fields are read from, named as the fields.
+    enum Key: Int, PayloadKey {
+        case transactionId, originalTransactionId, webOrderLineItemId, bundleId, productId, subscriptionGroupIdentifier, purchaseDate,
+             originalPurchaseDate, expiresDate, quantity, type, appAccountToken, inAppOwnershipType, signedDate, revocationDate,
+             revocationReason, revocationType, revocationPercentage, isUpgraded, offerType, offerIdentifier, offerDiscountType,
+             offerPeriod, environment, transactionReason, storefront, price, currency, billingPlanType, commitmentInfo, appTransactionId
+        static let names = PayloadKeyNames(allCases.map { "\($0)" })
+    }
+
     public init(json: JSONValue) throws(PayloadDecodingError) {
-        guard case .object = json else { throw PayloadDecodingError(field: "(payload)") }
-        raw = json
-        transactionId = try json.requiredID("transactionId")
-        originalTransactionId = json["originalTransactionId"]?.idString ?? transactionId
-        webOrderLineItemId = json["webOrderLineItemId"]?.idString
-        bundleId = try json.requiredString("bundleId")
-        productId = try json.requiredString("productId")
-        subscriptionGroupIdentifier = json["subscriptionGroupIdentifier"]?.idString
-        purchaseDate = try json.requiredMs("purchaseDate")
-        originalPurchaseDate = json["originalPurchaseDate"]?.int64Value
-        expiresDate = json["expiresDate"]?.int64Value
-        quantity = json["quantity"]?.intValue ?? 1
-        type = AppleProductType(rawValue: try json.requiredString("type"))
-        appAccountToken = json["appAccountToken"]?.stringValue?.lowercased()
-        inAppOwnershipType = InAppOwnershipType(rawValue: json["inAppOwnershipType"]?.stringValue ?? "PURCHASED")
-        signedDate = try json.requiredMs("signedDate")
-        revocationDate = json["revocationDate"]?.int64Value
-        revocationReason = json["revocationReason"]?.intValue
-        revocationType = json["revocationType"]?.stringValue.map(RevocationType.init(rawValue:))
-        revocationPercentage = json["revocationPercentage"]?.intValue
-        isUpgraded = json["isUpgraded"]?.boolValue ?? false
-        offerType = json["offerType"]?.intValue.map(AppleOfferType.init(rawValue:))
-        offerIdentifier = json["offerIdentifier"]?.stringValue
-        offerDiscountType = json["offerDiscountType"]?.stringValue.map(OfferDiscountType.init(rawValue:))
-        offerPeriod = json["offerPeriod"]?.stringValue
-        environment = AppStoreEnvironment(rawValue: try json.requiredString("environment"))
-        transactionReason = json["transactionReason"]?.stringValue.map(TransactionReason.init(rawValue:))
-        storefront = json["storefront"]?.stringValue
-        price = json["price"]?.int64Value
-        currency = json["currency"]?.stringValue
-        appTransactionId = json["appTransactionId"]?.idString
-        billingPlanType = json["billingPlanType"]?.stringValue.map(BillingPlanType.init(rawValue:))
-        commitmentInfo = TransactionCommitmentInfo(json: json["commitmentInfo"])
+        guard case .object(let members) = json else { throw PayloadDecodingError(field: "(payload)") }
+        try self.init(PayloadMembers(members), document: PayloadDocument(json))
+    }
+
+    init(_ json: PayloadMembers<Key>, document: PayloadDocument) throws(PayloadDecodingError) {
+        self.document = document
+        transactionId = try json.requiredID(.transactionId)
+        originalTransactionId = json[.originalTransactionId]?.idString ?? transactionId
+        webOrderLineItemId = json[.webOrderLineItemId]?.idString
+        bundleId = try json.requiredString(.bundleId)
+        productId = try json.requiredString(.productId)
+        subscriptionGroupIdentifier = json[.subscriptionGroupIdentifier]?.idString
+        purchaseDate = try json.requiredMs(.purchaseDate)
+        originalPurchaseDate = json[.originalPurchaseDate]?.int64Value
+        expiresDate = json[.expiresDate]?.int64Value
+        quantity = json[.quantity]?.intValue ?? 1
+        type = AppleProductType(rawValue: try json.requiredString(.type))
+        appAccountToken = json[.appAccountToken]?.stringValue.map(Self.lowercased)
+        inAppOwnershipType = InAppOwnershipType(rawValue: json[.inAppOwnershipType]?.stringValue ?? "PURCHASED")
+        signedDate = try json.requiredMs(.signedDate)
+        revocationDate = json[.revocationDate]?.int64Value
+        revocationReason = json[.revocationReason]?.intValue
+        revocationType = json[.revocationType]?.stringValue.map(RevocationType.init(rawValue:))
+        revocationPercentage = json[.revocationPercentage]?.intValue
+        isUpgraded = json[.isUpgraded]?.boolValue ?? false
+        offerType = json[.offerType]?.intValue.map(AppleOfferType.init(rawValue:))
+        offerIdentifier = json[.offerIdentifier]?.stringValue
+        offerDiscountType = json[.offerDiscountType]?.stringValue.map(OfferDiscountType.init(rawValue:))
+        offerPeriod = json[.offerPeriod]?.stringValue
+        environment = AppStoreEnvironment(rawValue: try json.requiredString(.environment))
+        transactionReason = json[.transactionReason]?.stringValue.map(TransactionReason.init(rawValue:))
+        storefront = json[.storefront]?.stringValue
+        price = json[.price]?.int64Value
+        currency = json[.currency]?.stringValue
+        appTransactionId = json[.appTransactionId]?.idString
+        billingPlanType = json[.billingPlanType]?.stringValue.map(BillingPlanType.init(rawValue:))
+        commitmentInfo = TransactionCommitmentInfo(json: json[.commitmentInfo])
+    }
+}
+
+extension TransactionPayload {
+    /// `lowercased()`, without the copy when nothing is upper case (an account token as Kakin hands it out).
+    static func lowercased(_ s: String) -> String {
+        s.utf8.contains { $0 >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) } ? s.lowercased() : s
     }
 }
 
 /// `JWSRenewalInfoDecodedPayload` (§4): what happens at the next renewal.
 public struct RenewalInfoPayload: Sendable, Hashable {
-    public var raw: JSONValue
+    /// The whole payload, every field Apple sent (for a payload read from its stored status fields, those fields).
+    public var raw: JSONValue {
+        get { document.value }
+        set { document = PayloadDocument(newValue) }
+    }
+    var document: PayloadDocument
     public var originalTransactionId: String
     public var productId: String
     public var autoRenewProductId: String?
@@ -119,32 +149,45 @@ public struct RenewalInfoPayload: Sendable, Hashable {
 
     public var willAutoRenew: Bool { autoRenewStatus == 1 }
 
+    /// The keys the fields are read from, named as the fields.
+    enum Key: Int, PayloadKey {
+        case originalTransactionId, productId, autoRenewProductId, autoRenewStatus, expirationIntent, isInBillingRetryPeriod,
+             gracePeriodExpiresDate, priceIncreaseStatus, offerType, offerIdentifier, offerDiscountType, offerPeriod,
+             recentSubscriptionStartDate, renewalDate, signedDate, environment, appAccountToken, eligibleWinBackOfferIds, renewalPrice,
+             currency, appTransactionId, renewalBillingPlanType, commitmentInfo
+        static let names = PayloadKeyNames(allCases.map { "\($0)" })
+    }
+
     public init(json: JSONValue) throws(PayloadDecodingError) {
-        guard case .object = json else { throw PayloadDecodingError(field: "(payload)") }
-        raw = json
-        originalTransactionId = try json.requiredID("originalTransactionId")
-        productId = try json.requiredString("productId")
-        autoRenewProductId = json["autoRenewProductId"]?.stringValue
-        autoRenewStatus = json["autoRenewStatus"]?.intValue ?? 0
-        expirationIntent = json["expirationIntent"]?.intValue
-        isInBillingRetryPeriod = json["isInBillingRetryPeriod"]?.boolValue ?? false
-        gracePeriodExpiresDate = json["gracePeriodExpiresDate"]?.int64Value
-        priceIncreaseStatus = json["priceIncreaseStatus"]?.intValue
-        offerType = json["offerType"]?.intValue.map(AppleOfferType.init(rawValue:))
-        offerIdentifier = json["offerIdentifier"]?.stringValue
-        offerDiscountType = json["offerDiscountType"]?.stringValue.map(OfferDiscountType.init(rawValue:))
-        offerPeriod = json["offerPeriod"]?.stringValue
-        recentSubscriptionStartDate = json["recentSubscriptionStartDate"]?.int64Value
-        renewalDate = json["renewalDate"]?.int64Value
-        signedDate = try json.requiredMs("signedDate")
-        environment = AppStoreEnvironment(rawValue: try json.requiredString("environment"))
-        appAccountToken = json["appAccountToken"]?.stringValue?.lowercased()
-        eligibleWinBackOfferIds = json["eligibleWinBackOfferIds"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        renewalPrice = json["renewalPrice"]?.int64Value
-        currency = json["currency"]?.stringValue
-        appTransactionId = json["appTransactionId"]?.idString
-        renewalBillingPlanType = json["renewalBillingPlanType"]?.stringValue.map(BillingPlanType.init(rawValue:))
-        commitmentInfo = RenewalCommitmentInfo(json: json["commitmentInfo"])
+        guard case .object(let members) = json else { throw PayloadDecodingError(field: "(payload)") }
+        try self.init(PayloadMembers(members), document: PayloadDocument(json))
+    }
+
+    init(_ json: PayloadMembers<Key>, document: PayloadDocument) throws(PayloadDecodingError) {
+        self.document = document
+        originalTransactionId = try json.requiredID(.originalTransactionId)
+        productId = try json.requiredString(.productId)
+        autoRenewProductId = json[.autoRenewProductId]?.stringValue
+        autoRenewStatus = json[.autoRenewStatus]?.intValue ?? 0
+        expirationIntent = json[.expirationIntent]?.intValue
+        isInBillingRetryPeriod = json[.isInBillingRetryPeriod]?.boolValue ?? false
+        gracePeriodExpiresDate = json[.gracePeriodExpiresDate]?.int64Value
+        priceIncreaseStatus = json[.priceIncreaseStatus]?.intValue
+        offerType = json[.offerType]?.intValue.map(AppleOfferType.init(rawValue:))
+        offerIdentifier = json[.offerIdentifier]?.stringValue
+        offerDiscountType = json[.offerDiscountType]?.stringValue.map(OfferDiscountType.init(rawValue:))
+        offerPeriod = json[.offerPeriod]?.stringValue
+        recentSubscriptionStartDate = json[.recentSubscriptionStartDate]?.int64Value
+        renewalDate = json[.renewalDate]?.int64Value
+        signedDate = try json.requiredMs(.signedDate)
+        environment = AppStoreEnvironment(rawValue: try json.requiredString(.environment))
+        appAccountToken = json[.appAccountToken]?.stringValue.map(TransactionPayload.lowercased)
+        eligibleWinBackOfferIds = json[.eligibleWinBackOfferIds]?.arrayValue?.compactMap(\.stringValue) ?? []
+        renewalPrice = json[.renewalPrice]?.int64Value
+        currency = json[.currency]?.stringValue
+        appTransactionId = json[.appTransactionId]?.idString
+        renewalBillingPlanType = json[.renewalBillingPlanType]?.stringValue.map(BillingPlanType.init(rawValue:))
+        commitmentInfo = RenewalCommitmentInfo(json: json[.commitmentInfo])
     }
 }
 
@@ -255,34 +298,98 @@ public enum SignedPayloadKind: String, Sendable {
 }
 
 extension JSONValue {
-    func requiredString(_ key: String) throws(PayloadDecodingError) -> String {
-        guard let s = self[key]?.stringValue, !s.isEmpty else { throw PayloadDecodingError(field: key) }
+    func requiredString(_ key: String) throws(PayloadDecodingError) -> String { try Self.requiredString(self[key], key) }
+    func requiredID(_ key: String) throws(PayloadDecodingError) -> String { try Self.requiredID(self[key], key) }
+    func requiredMs(_ key: String) throws(PayloadDecodingError) -> Int64 { try Self.requiredMs(self[key], key) }
+
+    static func requiredString(_ value: JSONValue?, _ key: @autoclosure () -> String) throws(PayloadDecodingError) -> String {
+        guard let s = value?.stringValue, !s.isEmpty else { throw PayloadDecodingError(field: key()) }
         return s
     }
 
-    func requiredID(_ key: String) throws(PayloadDecodingError) -> String {
-        guard let s = self[key]?.idString, !s.isEmpty else { throw PayloadDecodingError(field: key) }
+    static func requiredID(_ value: JSONValue?, _ key: @autoclosure () -> String) throws(PayloadDecodingError) -> String {
+        guard let s = value?.idString, !s.isEmpty else { throw PayloadDecodingError(field: key()) }
         return s
     }
 
-    func requiredMs(_ key: String) throws(PayloadDecodingError) -> Int64 {
-        guard let v = self[key]?.int64Value else { throw PayloadDecodingError(field: key) }
+    static func requiredMs(_ value: JSONValue?, _ key: @autoclosure () -> String) throws(PayloadDecodingError) -> Int64 {
+        guard let v = value?.int64Value else { throw PayloadDecodingError(field: key()) }
         return v
     }
+}
+
+/// A payload's members as its typed view reads them: from the object a verified JWS parsed into, or from the slots
+/// `JSONParser.members` filled from a stored row's text (no object built). One reading, so both give the same fields.
+struct PayloadMembers<Key: PayloadKey> {
+    enum Source {
+        case object([String: JSONValue])
+        /// By `Key.rawValue`.
+        case slots([JSONValue?])
+    }
+
+    let source: Source
+
+    init(_ object: [String: JSONValue]) { source = .object(object) }
+
+    init(slots: [JSONValue?]) {
+        precondition(slots.count == Key.names.count, "one slot per key")
+        source = .slots(slots)
+    }
+
+    subscript(key: Key) -> JSONValue? {
+        switch source {
+        case .object(let o): return o[Key.names[key.rawValue]]
+        case .slots(let s): return s[key.rawValue]
+        }
+    }
+
+    func requiredString(_ key: Key) throws(PayloadDecodingError) -> String { try JSONValue.requiredString(self[key], Key.names[key.rawValue]) }
+    func requiredID(_ key: Key) throws(PayloadDecodingError) -> String { try JSONValue.requiredID(self[key], Key.names[key.rawValue]) }
+    func requiredMs(_ key: Key) throws(PayloadDecodingError) -> Int64 { try JSONValue.requiredMs(self[key], Key.names[key.rawValue]) }
+}
+
+/// A payload's whole JSON (`raw`): the tree it was decoded from, or the text of a stored row that `JSONParser.members`
+/// read its fields from, parsed into a tree only when something asks for `raw` (the newest-copy rule on equal signing
+/// dates, the admin desk): a status read never does. Equal as the trees are equal.
+struct PayloadDocument: Sendable, Hashable {
+    /// Exactly one of the two is set.
+    private var tree: JSONValue?
+    /// A document `JSONParser.members` accepted, so `JSONParser.parse` accepts it too.
+    private var text: String?
+
+    init(_ tree: JSONValue) { self.tree = tree }
+    init(text: String) { self.text = text }
+
+    var value: JSONValue {
+        if let tree { return tree }
+        guard let text, let tree = try? JSONParser.parse(text) else { preconditionFailure("a document whose members were read parses") }
+        return tree
+    }
+
+    static func == (a: Self, b: Self) -> Bool {
+        if let x = a.text, let y = b.text, x == y { return true }
+        return a.value == b.value
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(value) }
 }
 
 /// The payload of a compact JWS without checking its signature. Only for data Kakin verified before it
 /// stored it (re-reading stored transactions); never for input.
 public enum StoredJWS {
     public static func payload(_ jws: String) -> JSONValue? {
+        payloadBytes(jws).flatMap { try? JSONParser.parse($0) }
+    }
+
+    /// The payload's JSON text, not parsed.
+    static func payloadBytes(_ jws: String) -> [UInt8]? {
         var jws = jws
-        return jws.withUTF8 { bytes -> JSONValue? in
+        return jws.withUTF8 { bytes -> [UInt8]? in
             // The payload is found from the end: the signature is short, the header (three certificates) long
             // and, this being a JWS that was verified before it was stored, free of dots.
             let dot = UInt8(ascii: ".")
-            guard let second = bytes.lastIndex(of: dot), let first = bytes[..<second].lastIndex(of: dot),
-                  let payload = Base64.decode(UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])) else { return nil }
-            return try? JSONParser.parse(payload)
+            guard let second = bytes.lastIndex(of: dot), let first = bytes[..<second].lastIndex(of: dot) else { return nil }
+            return Base64.decode(UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second]))
         }
     }
 }

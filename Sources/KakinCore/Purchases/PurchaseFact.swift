@@ -144,16 +144,21 @@ public struct PurchaseFact: Sendable, Hashable {
 extension PurchaseFact {
     /// The App Store's adapter: one verified signed transaction → one fact (a period of its original transaction's chain).
     public init(appStore tx: TransactionPayload) {
-        let revocation = tx.revocationDate.map { at -> Revocation in
-            let share = tx.revokedShareMilli ?? WalletRules.fullShareMilli
-            return Revocation(atMs: at, refund: share == WalletRules.fullShareMilli ? .full : .prorated(shareMilli: share))
-        }
         self.init(store: .appStore, appId: tx.bundleId, chainId: tx.originalTransactionId, periodId: tx.transactionId,
                   productId: tx.productId, storeKind: ProductKind(appleType: tx.type), quantity: tx.quantity,
                   owner: OwnerHints(accountToken: tx.appAccountToken), purchasedAtMs: tx.purchaseDate, expiresAtMs: tx.expiresDate,
                   priceMilli: tx.price, currency: tx.currency,
-                  offer: tx.offerType.map { Offer(type: String($0.rawValue), id: tx.offerIdentifier) }, revocation: revocation,
+                  offer: tx.offerType.map { Offer(type: String($0.rawValue), id: tx.offerIdentifier) }, revocation: Revocation(appStore: tx),
                   signedAtMs: tx.signedDate, sharedWithFamily: tx.inAppOwnershipType == .familyShared, raw: tx.raw)
+    }
+}
+
+extension PurchaseFact.Revocation {
+    /// The revocation a signed transaction carries, if revoked (`PurchaseFact(appStore:)`'s, without the rest of the fact).
+    public init?(appStore tx: TransactionPayload) {
+        guard let at = tx.revocationDate else { return nil }
+        let share = tx.revokedShareMilli ?? WalletRules.fullShareMilli
+        self.init(atMs: at, refund: share == WalletRules.fullShareMilli ? .full : .prorated(shareMilli: share))
     }
 }
 

@@ -51,9 +51,10 @@ enum StatusOrder {
         let bDigits = !b.isEmpty && b.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
         if aDigits != bDigits { return aDigits }
         if aDigits {
-            let a0 = a.drop { $0 == "0" }, b0 = b.drop { $0 == "0" }
+            // ASCII digits: their bytes compare as the characters do (and count without walking graphemes).
+            let a0 = a.utf8.drop { $0 == 0x30 }, b0 = b.utf8.drop { $0 == 0x30 }
             if a0.count != b0.count { return a0.count < b0.count }
-            if a0 != b0 { return a0 < b0 }
+            if !a0.elementsEqual(b0) { return a0.lexicographicallyPrecedes(b0) }
         }
         return a < b
     }

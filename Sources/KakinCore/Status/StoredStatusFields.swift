@@ -2,35 +2,26 @@
 /// ingest as compact JSON beside the signed copy (`status_json`). A read then parses a few hundred bytes per
 /// row instead of base64-decoding a JWS whose header alone (three certificates) is several kilobytes.
 ///
-/// The fields are a whitelist of the payload's own keys, so a value stored is a value Apple signed (the JWS stays
-/// stored beside it as the proof), and decoding goes through the same `init(json:)` as a verified payload. A key
-/// added to `TransactionPayload` or `RenewalInfoPayload` that the status, offers or reports read must be added
-/// here too; rows stored before keep the older set until their next copy arrives.
+/// The fields are the keys the typed payload reads (`TransactionPayload.Key`, `RenewalInfoPayload.Key`), so a value
+/// stored is a value Apple signed (the JWS stays stored beside it as the proof), and decoding fills the same fields the
+/// same way as a verified payload's `init(json:)`. A key added to a payload's `Key` is kept from then on; rows stored
+/// before keep the older set until their next copy arrives.
 public enum StoredStatusFields {
-    public static let transactionKeys: Set<String> = [
-        "transactionId", "originalTransactionId", "webOrderLineItemId", "bundleId", "productId", "subscriptionGroupIdentifier",
-        "purchaseDate", "originalPurchaseDate", "expiresDate", "quantity", "type", "appAccountToken", "inAppOwnershipType",
-        "signedDate", "revocationDate", "revocationReason", "revocationType", "revocationPercentage", "isUpgraded", "offerType",
-        "offerIdentifier", "offerDiscountType", "offerPeriod", "environment", "transactionReason", "storefront", "price",
-        "currency", "billingPlanType", "commitmentInfo", "appTransactionId",
-    ]
-    public static let renewalInfoKeys: Set<String> = [
-        "originalTransactionId", "productId", "autoRenewProductId", "autoRenewStatus", "expirationIntent", "isInBillingRetryPeriod",
-        "gracePeriodExpiresDate", "priceIncreaseStatus", "offerType", "offerIdentifier", "offerDiscountType", "offerPeriod",
-        "recentSubscriptionStartDate", "renewalDate", "signedDate", "environment", "appAccountToken", "eligibleWinBackOfferIds",
-        "renewalBillingPlanType", "commitmentInfo", "renewalPrice", "currency", "appTransactionId",
-    ]
+    public static let transactionKeys = Set(TransactionPayload.Key.names.strings)
+    public static let renewalInfoKeys = Set(RenewalInfoPayload.Key.names.strings)
 
     public static func json(of payload: TransactionPayload) -> String { compact(payload.raw, keys: transactionKeys) }
     public static func json(of payload: RenewalInfoPayload) -> String { compact(payload.raw, keys: renewalInfoKeys) }
 
-    /// A stored value: the compact JSON, or (rows stored before the column existed) the signed copy itself.
+    /// A stored value: the compact JSON, or (rows stored before the column existed) the signed copy itself. Read
+    /// straight into the typed payload (`JSONParser.members`), no JSON tree built: a status read decodes a handful of
+    /// these, the rollup and the writes that tell an event with the customer's status many more.
     public static func transaction(_ stored: String) -> TransactionPayload? {
-        decode(stored).flatMap { try? TransactionPayload(json: $0) }
+        decode(stored) { (members, document) throws(PayloadDecodingError) in try TransactionPayload(members, document: document) }
     }
 
     public static func renewalInfo(_ stored: String) -> RenewalInfoPayload? {
-        decode(stored).flatMap { try? RenewalInfoPayload(json: $0) }
+        decode(stored) { (members, document) throws(PayloadDecodingError) in try RenewalInfoPayload(members, document: document) }
     }
 
     static func compact(_ raw: JSONValue, keys: Set<String>) -> String {
@@ -38,8 +29,16 @@ public enum StoredStatusFields {
         return JSONValue.object(o.filter { keys.contains($0.key) }).jsonString
     }
 
-    static func decode(_ stored: String) -> JSONValue? {
-        if stored.utf8.first == UInt8(ascii: "{") { return try? JSONParser.parse(stored) }
-        return StoredJWS.payload(stored)
+    static func decode<Key, Payload>(_ stored: String, _ payload: (PayloadMembers<Key>, PayloadDocument) throws(PayloadDecodingError) -> Payload)
+        -> Payload?
+    {
+        if stored.utf8.first == UInt8(ascii: "{") {
+            var text = stored
+            guard let slots = text.withUTF8({ JSONParser.members($0, Key.self) }) else { return nil }
+            return try? payload(PayloadMembers(slots: slots), PayloadDocument(text: stored))
+        }
+        guard let bytes = StoredJWS.payloadBytes(stored),
+              let slots = bytes.withUnsafeBufferPointer({ JSONParser.members($0, Key.self) }) else { return nil }
+        return try? payload(PayloadMembers(slots: slots), PayloadDocument(text: String(decoding: bytes, as: UTF8.self)))
     }
 }

@@ -67,7 +67,7 @@ extension Records {
         let payload = row.string("payload")
         var revocation: PurchaseFact.Revocation?
         if row.int("revocation_date_ms") != nil, let stored = payload.flatMap(StoredStatusFields.transaction) {
-            revocation = PurchaseFact(appStore: stored).revocation
+            revocation = PurchaseFact.Revocation(appStore: stored)
         }
         chain.copy = StoredTransactionCopy(
             plan: IngestPlan.StoredCopy(signedAtMs: row.int("signed_date_ms") ?? 0, raw: row.string("tied_jws").flatMap(StoredJWS.payload),
