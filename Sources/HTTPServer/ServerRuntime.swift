@@ -95,7 +95,7 @@ final class ServerRuntime: Sendable {
     private let rejectionResponder: HTTPRejectionResponder
     private let bodyBytesMax: Int
     private let bodyBytesMaxByPath: [String: Int]
-    /// Past the body limit we still read (and drop) this much of a chunked body so the client
+    /// Past the body limit we still read (and drop) this much of a body (chunked, or declared that long) so the client
     /// can be told 413; a client that keeps sending is disconnected.
     private let bodyDiscardBytesMax: Int
     private let requestTimeoutNs: UInt64
@@ -273,20 +273,25 @@ final class ServerRuntime: Sendable {
         if kakin_mhd_request_header_bytes(connection) > headerBytesMax { return .headersTooLarge(limitBytes: headerBytesMax) }
         let declaredBodyBytes = headers["Content-Length"].flatMap { Int($0) } ?? 0
         pending.bodyBytesMax = bodyBytesMaxByPath[path] ?? bodyBytesMax
-        if declaredBodyBytes > pending.bodyBytesMax { return .bodyTooLarge(limitBytes: pending.bodyBytesMax) }
+        if declaredBodyBytes > pending.bodyBytesMax {
+            // Answered before the body is read, a client still sending would find the connection closed (a broken pipe,
+            // not the 413): a body within what we discard anyway is read and dropped first, like a chunked one.
+            guard declaredBodyBytes - pending.bodyBytesMax <= bodyDiscardBytesMax else { return .bodyTooLarge(limitBytes: pending.bodyBytesMax) }
+            pending.bodyTooLarge = true
+        }
 
         var request = HTTPRequest(
             method: String(cString: method), path: path, rawPath: rawPath, queryItems: query.items,
             headers: headers, requestId: pending.requestId, remoteAddress: remoteAddress(of: connection))
         // Reserve only part of a large declared body: a client must send bytes to make us hold them.
-        request.body.reserveCapacity(min(declaredBodyBytes, Self.bodyReserveBytesMax))
+        if !pending.bodyTooLarge { request.body.reserveCapacity(min(declaredBodyBytes, Self.bodyReserveBytesMax)) }
         pending.request = request
         return nil
     }
 
     private func receiveBodyChunk(_ data: UnsafePointer<CChar>?, count: Int, into pending: PendingRequest) -> MHD_Result {
         pending.bodyBytesReceived += count
-        if pending.bodyBytesReceived <= pending.bodyBytesMax, let data {
+        if !pending.bodyTooLarge, pending.bodyBytesReceived <= pending.bodyBytesMax, let data {
             pending.request?.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
             return .YES
         }

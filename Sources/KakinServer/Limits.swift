@@ -59,6 +59,10 @@ extension ImportCommand {
     static let rejectsShownMax = 10
 }
 
+/// How limits of different targets must relate, asserted when a server starts (`KakinRuntime.start`), as TigerBeetle's
+/// constants.zig asserts its constants: a field below the body that carries it, a token below the header, a batch
+/// below what its table takes. `declared` reads each limit where it is declared; a relation that does not hold names
+/// itself with its figures (`violations`), so a test can break one limit and see it caught.
 struct LimitRelations {
     var bodyBytesMax: Int
     var headerBytesMax: Int
@@ -89,10 +93,6 @@ struct LimitRelations {
     var rollupPassCustomersMax: Int
     var rollupPassEventsMax: Int
     var metricFactsCustomersMax: Int
-/// How limits of different targets must relate, asserted when a server starts (`KakinRuntime.start`), as TigerBeetle's
-/// constants.zig asserts its constants: a field below the body that carries it, a token below the header, a batch
-/// below what its table takes. `declared` reads each limit where it is declared; a relation that does not hold names
-/// itself with its figures (`violations`), so a test can break one limit and see it caught.
     /// Kakin's HTTP limits: `HTTPServerConfiguration`'s defaults, which `kakin serve` keeps.
     static let declared: LimitRelations = {
         let http = HTTPServerConfiguration()
