@@ -7,7 +7,7 @@ import Testing
 /// The client's thread waits in a poll only when nothing is queued, and whatever is queued while it waits wakes it.
 struct HTTPClientWakeUps {
     /// With no bound on the client's waits (a lost wake-up leaves a request unsent, with nothing to end it but this
-    /// test's own bound on each wait, `sendAndWait`'s), requests queued one at a time (each finds the thread waiting,
+    /// test's own bound on each wait, `sendAndWait`'s 60 s, twice the requests' deadline), requests queued one at a time (each finds the thread waiting,
     /// with nothing else to wake it), from many threads at the moments the client's thread goes to wait (each queues its
     /// next as its answer comes in), and from the client's own thread in its callbacks (as the webhook worker does), are
     /// all answered, every one of them by the endpoint.
@@ -24,17 +24,17 @@ struct HTTPClientWakeUps {
         options.pollWaitMsMax = .max
         let client = HTTPClient(options: options)
         let request = HTTPClient.Request(method: "POST", url: "http://127.0.0.1:\(endpoint.port)/hooks", body: Array("{}".utf8),
-                                         timeoutMs: 60_000, answerBytesMax: 16)
+                                         timeoutMs: 30_000, answerBytesMax: 16)
         let ok = HTTPClient.Response.answered(status: 200, body: Array("ok".utf8))
         func notOk(_ answers: [HTTPClient.Response]) -> [String: Int] {
             Dictionary(answers.filter { $0 != ok }.map { ("\($0)", 1) }, uniquingKeysWith: +)
         }
-        let alone = await onThreads(1) { (0..<300).flatMap { _ in sendAndWait(client, request, chained: 1) } }
+        let alone = await onThreads(1) { untilUnanswered(300) { sendAndWait(client, request, chained: 1) } }
         #expect(alone.count == 300)
         #expect(notOk(alone) == [:])
         let (threads, rounds) = (8, 100)
         let answers = await onThreads(threads) {
-            (0..<rounds).flatMap { _ in sendAndWait(client, request, chained: 1) + sendAndWait(client, request, chained: 2) }
+            untilUnanswered(rounds) { sendAndWait(client, request, chained: 1) + sendAndWait(client, request, chained: 2) }
         }
         #expect(answers.count == threads * rounds * 3)
         #expect(notOk(answers) == [:])
@@ -64,10 +64,23 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable () -> [HTTPClie
     }
 }
 
+/// `rounds` rounds of `round`'s answers, or those until a round that had an answer missing (the rest would wait as long).
+private func untilUnanswered(_ rounds: Int, _ round: () -> [HTTPClient.Response]) -> [HTTPClient.Response] {
+    var answers: [HTTPClient.Response] = []
+    for _ in 0..<rounds {
+        let answered = round()
+        answers += answered
+        if answered.contains(unanswered) { break }
+    }
+    return answers
+}
+
+private let unanswered = HTTPClient.Response.failed(reason: "no answer")
+
 /// Sends `request` from the calling thread, then `chained - 1` more times, each from the previous one's completion on the
 /// client's thread, and blocks the calling thread until the last answer. An answer missing after `waitSecondsMax` (a
-/// lost wake-up: the client's own deadline never starts for a request it never took) is `.failed("no answer")`.
-private func sendAndWait(_ client: HTTPClient, _ request: HTTPClient.Request, chained: Int, waitSecondsMax: Int = 90) -> [HTTPClient.Response] {
+/// lost wake-up: the client's own deadline never starts for a request it never took) is `unanswered`.
+private func sendAndWait(_ client: HTTPClient, _ request: HTTPClient.Request, chained: Int, waitSecondsMax: Int = 60) -> [HTTPClient.Response] {
     final class Chain: Sendable {
         let answers = Mutex<[HTTPClient.Response]>([])
         let done = DispatchSemaphore(value: 0)
@@ -82,5 +95,5 @@ private func sendAndWait(_ client: HTTPClient, _ request: HTTPClient.Request, ch
     next()
     let answered = chain.done.wait(timeout: .now() + .seconds(waitSecondsMax)) == .success
     let answers = chain.answers.withLock { $0 }
-    return answered ? answers : answers + Array(repeating: .failed(reason: "no answer in \(waitSecondsMax) s"), count: chained - answers.count)
+    return answered ? answers : answers + Array(repeating: unanswered, count: chained - answers.count)
 }
