@@ -96,6 +96,10 @@ final class SQLiteHandle: SQLConnection {
 
     var isInTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
 
+    /// Rows inserted, updated or deleted on this connection since it opened (triggers' included): unchanged across a
+    /// body that wrote nothing.
+    var totalChanges: Int64 { sqlite3_total_changes64(db) }
+
     /// The statements (and syncs) counted since the last call, for the statistics.
     func takeWork() -> SQLWorkCounts { work.take() }
 
