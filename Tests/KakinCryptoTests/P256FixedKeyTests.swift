@@ -71,4 +71,23 @@ import Testing
             #expect(!publicKey.isValidES256Signature(Array(signature.prefix(63)), for: message), "check \(i), 63 bytes")
         }
     }
+
+    @Test func concurrentChecksWithOnePrecomputedKeyAgree() async throws {
+        let key = try P256PrivateKey()
+        let publicKey = try P256PublicKey(spkiDER: key.publicKey.spkiDER, precomputedAfterVerifications: 0)
+        let message = Array("header.payload".utf8)
+        let good = try key.signES256(message)
+        let bad = try P256PrivateKey().signES256(message)
+        let answers = await withTaskGroup(of: [Bool].self) { group in
+            for _ in 0..<4 {
+                group.addTask { (0..<50).map { i in publicKey.isValidES256Signature(i.isMultiple(of: 2) ? good : bad, for: message) } }
+            }
+            var all: [[Bool]] = []
+            for await list in group { all.append(list) }
+            return all
+        }
+        for list in answers {
+            for (i, valid) in list.enumerated() { #expect(valid == i.isMultiple(of: 2)) }
+        }
+    }
 }
