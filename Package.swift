@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "KakinSystem", "KakinExternal", "KakinCrypto"], exclude: ["Interop", "Fixtures"]),
         .testTarget(name: "KakinAdminTests", dependencies: ["KakinAdmin", "KakinCore", "KakinStorage"]),
         .testTarget(name: "KakinEventsTests", dependencies: ["KakinEvents", "KakinEventsListener", "KakinCore", "KakinStorage", "KakinSQLite", "KakinPostgreSQL",
-                                                            "KakinTestPostgres", "HTTPServer", "KakinCrypto"]),
+                                                            "KakinTestPostgres", "HTTPServer", "KakinCrypto", "KakinHTTPClient"]),
         .testTarget(name: "KakinSimulationTests", dependencies: ["KakinSimulation", "KakinTestPostgres", "KakinCore", "KakinService", "KakinStorage", "KakinAdmin"]),
         .testTarget(name: "KakinServerTests", dependencies: ["KakinServer", "KakinService", "KakinEvents", "KakinOfferings", "KakinEventsListener", "KakinCore", "KakinExternal", "KakinSystem", "KakinStorage", "KakinSQLite", "KakinPostgreSQL", "KakinTestPostgres", "HTTPServer", "KakinCrypto", "AppStoreSecurity", "AppStoreSimulator", "KakinAdmin",
                                                             "GooglePlaySimulator", "GooglePlaySecurity",

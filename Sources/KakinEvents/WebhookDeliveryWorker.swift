@@ -95,6 +95,8 @@ public final class WebhookDeliveryWorker: Sendable {
         var wakeRequested = false
         var sleeper: CheckedContinuation<Void, Never>?
         var loop: Task<Void, Never>?
+        /// Wakes the loop every `pollIntervalMs` if it sleeps (one timer for the worker's life, not one per pass).
+        var ticker: Task<Void, Never>?
         var stopped = false
         /// Attempts this process made per endpoint, by what they came to (`/metrics`).
         var attempts: [String: AttemptCounts] = [:]
@@ -161,6 +163,9 @@ public final class WebhookDeliveryWorker: Sendable {
                     if !(await runPass()) { await sleep() }
                 }
             }
+            s.ticker = Task.detached { [self] in
+                while (try? await Task.sleep(for: .milliseconds(options.pollIntervalMs))) != nil { tick() }
+            }
         }
     }
 
@@ -174,13 +179,25 @@ public final class WebhookDeliveryWorker: Sendable {
         sleeper?.resume()
     }
 
+    /// The poll: wakes the loop if it sleeps. A pass longer than `pollIntervalMs` (a loaded machine) is not followed by
+    /// another at once, as a `wake()` during it would make it: polls come at most every `pollIntervalMs`, and at most
+    /// that long after the loop began to sleep.
+    private func tick() {
+        let sleeper = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            defer { s.sleeper = nil }
+            return s.sleeper
+        }
+        sleeper?.resume()
+    }
+
     /// Stops the loop, then waits for the deliveries in flight: each finishes its attempt (at most `timeoutMs`) and
     /// records it, and sends no more.
     public func stop() async {
-        let loop = state.withLock { s -> Task<Void, Never>? in
+        let (loop, ticker) = state.withLock { s in
             s.stopped = true
-            return s.loop
+            return (s.loop, s.ticker)
         }
+        ticker?.cancel()
         loop?.cancel()
         wake()
         await loop?.value
@@ -204,12 +221,8 @@ public final class WebhookDeliveryWorker: Sendable {
         }
     }
 
+    /// Until `wake()` (the ingest's, since the last pass began), or the ticker's next poll (at most `pollIntervalMs` on).
     private func sleep() async {
-        // A timer cancelled because something else woke the loop must not wake it again (a busy loop).
-        let timer = Task { [self] in
-            guard (try? await Task.sleep(for: .milliseconds(options.pollIntervalMs))) != nil else { return }
-            wake()
-        }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
                 if s.wakeRequested || s.stopped {
@@ -222,7 +235,6 @@ public final class WebhookDeliveryWorker: Sendable {
             if now { c.resume() }
         }
         state.withLock { $0.wakeRequested = false }
-        timer.cancel()
     }
 
     // MARK: A pass
@@ -241,7 +253,7 @@ public final class WebhookDeliveryWorker: Sendable {
             try await prepare()
             let fanOut = try await store.fanOutWebhookEvents(routes: endpoints.map(\.route), nowMs: now,
                                                              deadlineMs: options.schedule.deadline(fromMs: now), batchMax: options.fanOutBatchMax)
-            try await claimDue(nowMs: now)
+            try await claimDue(nowMs: now, fannedOut: fanOut.endpointsDue)
             try await purgeIfDue(nowMs: now)
             return fanOut.eventsRead >= options.fanOutBatchMax
         } catch {
@@ -250,13 +262,16 @@ public final class WebhookDeliveryWorker: Sendable {
         }
     }
 
-    private func claimDue(nowMs: Int64) async throws(KakinError) {
+    /// Claims for the endpoints with room that have due chains: those the fan-out just gave deliveries (no read needed),
+    /// and those an indexed read finds due (retries come due by time).
+    private func claimDue(nowMs: Int64, fannedOut: Set<String>) async throws(KakinError) {
         let room = state.withLock { s in
             s.stopped ? [] : endpoints.filter { (s.deliveries[$0.id]?.held ?? 0) < heldMax }.map(\.id)
         }
         if room.isEmpty { return }
-        let due = try await store.dueWebhookEndpoints(endpointIds: room, nowMs: nowMs)
-        for endpoint in endpoints where due.contains(endpoint.id) {
+        let unknown = room.filter { !fannedOut.contains($0) }
+        let due = fannedOut.union(unknown.isEmpty ? [] : try await store.dueWebhookEndpoints(endpointIds: unknown, nowMs: nowMs))
+        for endpoint in endpoints where due.contains(endpoint.id) && room.contains(endpoint.id) {
             state.withLock { $0.deliveries[endpoint.id, default: EndpointDeliveries()].claimWanted = true }
             pump(endpoint)
         }
@@ -309,8 +324,8 @@ public final class WebhookDeliveryWorker: Sendable {
         }
         for waiter in idleWaiters { waiter.resume() }
         for claim in sends {
-            Task { [self] in
-                let result = await attempt(claim, endpoint: endpoint)
+            // On the sender's thread when the exchange ends: no task per delivery, and the next send starts from there.
+            attempt(claim, endpoint: endpoint) { [self] result in
                 state.withLock { s in
                     s.deliveries[endpoint.id]!.sending -= 1
                     s.deliveries[endpoint.id]!.ended.append((claim, result))
@@ -356,14 +371,18 @@ public final class WebhookDeliveryWorker: Sendable {
         pump(endpoint)
     }
 
-    /// One attempt and what it comes to on the schedule.
-    func attempt(_ claim: ClaimedWebhookDelivery, endpoint: WebhookEndpoint) async -> WebhookAttemptResult {
+    /// One attempt; `completion` gets what it comes to on the schedule (on the sender's thread).
+    func attempt(_ claim: ClaimedWebhookDelivery, endpoint: WebhookEndpoint, completion: @escaping @Sendable (WebhookAttemptResult) -> Void) {
         guard let payload = claim.payload else {
-            return WebhookAttemptResult(state: .dead, status: nil, answer: "the event is no longer stored")
+            return completion(WebhookAttemptResult(state: .dead, status: nil, answer: "the event is no longer stored"))
         }
         let request = WebhookRequest(endpoint: endpoint, eventId: claim.eventId, payload: payload,
                                      nowSeconds: clock.nowMs() / 1000, timeoutMs: options.timeoutMs)
-        let response = await sender.send(request)
+        sender.send(request) { [self] response in completion(result(of: response, claim, endpoint: endpoint)) }
+    }
+
+    /// What an answer comes to on the schedule.
+    private func result(of response: WebhookResponse, _ claim: ClaimedWebhookDelivery, endpoint: WebhookEndpoint) -> WebhookAttemptResult {
         let status: Int?
         let answer: String
         switch response {

@@ -46,6 +46,17 @@ public protocol WebhookSender: Sendable {
     /// Sends `request` once (no redirects followed, no retries: the worker retries on its schedule). Never throws:
     /// every failure is a `WebhookResponse`.
     func send(_ request: WebhookRequest) async -> WebhookResponse
+
+    /// The same, answering through `completion` (short, never blocking) on whatever thread the exchange ended on: the
+    /// worker's way, so a delivery costs no task and no hop through the cooperative pool. By default a task awaits
+    /// `send(_:)`.
+    func send(_ request: WebhookRequest, completion: @escaping @Sendable (WebhookResponse) -> Void)
+}
+
+extension WebhookSender {
+    public func send(_ request: WebhookRequest, completion: @escaping @Sendable (WebhookResponse) -> Void) {
+        Task { completion(await send(request)) }
+    }
 }
 
 /// The real sender: `KakinHTTPClient`'s HTTP/1.1 client (libcurl's multi interface on a thread of its own, connections
@@ -60,11 +71,23 @@ public final class HTTPWebhookSender: WebhookSender {
     }
 
     public func send(_ request: WebhookRequest) async -> WebhookResponse {
-        let answer = await client.send(HTTPClient.Request(method: "POST", url: request.url, headers: request.headers, body: request.body,
-                                                          timeoutMs: request.timeoutMs, answerBytesMax: Self.excerptBytesMax))
+        Self.response(await client.send(Self.clientRequest(request)))
+    }
+
+    /// Answers on the client's thread (`HTTPClient.send(_:completion:)`).
+    public func send(_ request: WebhookRequest, completion: @escaping @Sendable (WebhookResponse) -> Void) {
+        client.send(Self.clientRequest(request)) { completion(Self.response($0)) }
+    }
+
+    private static func clientRequest(_ request: WebhookRequest) -> HTTPClient.Request {
+        HTTPClient.Request(method: "POST", url: request.url, headers: request.headers, body: request.body, timeoutMs: request.timeoutMs,
+                           answerBytesMax: excerptBytesMax)
+    }
+
+    private static func response(_ answer: HTTPClient.Response) -> WebhookResponse {
         switch answer {
-        case .answered(let status, let body): return .answered(status: status, bodyExcerpt: String(decoding: body, as: UTF8.self))
-        case .failed(let reason): return .failed(reason: reason)
+        case .answered(let status, let body): .answered(status: status, bodyExcerpt: String(decoding: body, as: UTF8.self))
+        case .failed(let reason): .failed(reason: reason)
         }
     }
 }

@@ -16,6 +16,10 @@ public final class HTTPClient: Sendable {
         public var requestsMax = 4_096
         /// Idle connections kept for reuse (all hosts together).
         public var connectionsKeptMax = 64
+        /// The longest the client's thread waits in one poll (libcurl shortens it to its own next timeout). Nothing
+        /// needs it to wake: a queued request wakes it. It bounds what a lost wake-up could cost, so that an idle
+        /// client checks its queue once in this much at least; 1...2^31-1.
+        public var pollWaitMsMax: Int32 = 1_000
         public init() {}
     }
 
@@ -51,6 +55,7 @@ public final class HTTPClient: Sendable {
 
     public init(options: Options = Options()) {
         precondition(options.requestsMax >= 1 && options.connectionsKeptMax >= 1, "a client sends and keeps something")
+        precondition(options.pollWaitMsMax >= 1, "the client's thread waits a while at most")
         engine = CurlEngine(options: options)
         let engine = engine
         let thread = Thread { engine.run() }
@@ -66,13 +71,21 @@ public final class HTTPClient: Sendable {
         let id = engine.nextId()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Response, Never>) in
-                engine.submit(CurlExchange(id: id, request: request, continuation: continuation))
+                engine.submit(CurlExchange(id: id, request: request, completion: { continuation.resume(returning: $0) }))
                 // Cancelled before it was queued: the handler's cancel found nothing to end.
                 if Task.isCancelled { engine.cancel(id) }
             }
         } onCancel: {
             engine.cancel(id)
         }
+    }
+
+    /// Sends `request` once and calls `completion` with the answer on the client's thread when the exchange ended (or
+    /// at once, on the caller's thread, when it cannot be queued), with no hop through Swift's cooperative pool: for a
+    /// caller that starts its next request from there. `completion` must be short and must not block: every exchange
+    /// of the client waits for it.
+    public func send(_ request: Request, completion: @escaping @Sendable (Response) -> Void) {
+        engine.submit(CurlExchange(id: engine.nextId(), request: request, completion: completion))
     }
 }
 
@@ -81,26 +94,28 @@ public final class HTTPClient: Sendable {
 final class CurlExchange: @unchecked Sendable {
     let id: Int
     let request: HTTPClient.Request
-    private var continuation: CheckedContinuation<HTTPClient.Response, Never>?
+    private var completion: (@Sendable (HTTPClient.Response) -> Void)?
     var handle: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
     var answer: [UInt8] = []
 
-    init(id: Int, request: HTTPClient.Request, continuation: CheckedContinuation<HTTPClient.Response, Never>) {
+    init(id: Int, request: HTTPClient.Request, completion: @escaping @Sendable (HTTPClient.Response) -> Void) {
         self.id = id
         self.request = request
-        self.continuation = continuation
+        self.completion = completion
     }
 
     func finish(_ response: HTTPClient.Response) {
-        precondition(continuation != nil, "an exchange ends once")
-        continuation?.resume(returning: response)
-        continuation = nil
+        precondition(completion != nil, "an exchange ends once")
+        let completion = completion
+        self.completion = nil
+        completion?(response)
     }
 }
 
 /// The multi handle and its thread's loop. Other threads only queue work (`submit`, `cancel`, `close`) under the lock
-/// and wake the loop with `curl_multi_wakeup`.
+/// and wake the loop with `curl_multi_wakeup` when it waits (`polling`): work queued while it runs, or by its own
+/// completions, is taken before it waits again, without a wake-up (a system call, and another on the thread's side).
 final class CurlEngine: @unchecked Sendable {
     // @unchecked: `multi`, `running` and `idleHandles` are used only on the client's thread (and `multi`'s
     // wakeup, which libcurl makes safe from any thread); the rest is behind `state`'s lock.
@@ -110,6 +125,13 @@ final class CurlEngine: @unchecked Sendable {
         var queuedOrRunning = 0
         var closed = false
         var lastId = 0
+        /// The loop found the queues empty and waits in `curl_multi_poll` (or is about to): queued work must wake it,
+        /// once. No wake-up is lost: the loop sets it in the same critical section that found the queues empty, so an
+        /// item queued after that sees it set, unless the loop already cleared it (and takes the item in its next turn)
+        /// or another item's `wakeIfPolling` did (whose `curl_multi_wakeup` follows: libcurl keeps a wake-up sent
+        /// before the poll began in its wake-up socket, and the poll returns at once). A wake-up arriving after the
+        /// poll returned costs one more turn, never a wait.
+        var polling = false
     }
 
     private let options: HTTPClient.Options
@@ -140,17 +162,26 @@ final class CurlEngine: @unchecked Sendable {
             return nil
         }
         if let refusal { return exchange.finish(.failed(reason: refusal)) }
-        curl_multi_wakeup(multi)
+        wakeIfPolling()
     }
 
     func cancel(_ id: Int) {
         state.withLock { $0.cancelled.append(id) }
-        curl_multi_wakeup(multi)
+        wakeIfPolling()
     }
 
     func close() {
         state.withLock { $0.closed = true }
-        curl_multi_wakeup(multi)
+        wakeIfPolling()
+    }
+
+    /// Wakes the loop if it waits; the first of several queued items does, the others find it awake.
+    private func wakeIfPolling() {
+        let wake = state.withLock { s in
+            defer { s.polling = false }
+            return s.polling
+        }
+        if wake { curl_multi_wakeup(multi) }
     }
 
     /// The client thread's loop: start what was submitted, drive the transfers, finish what ended, wait for sockets
@@ -184,7 +215,17 @@ final class CurlEngine: @unchecked Sendable {
                     end(exchange, .failed(reason: Self.reason(code, timeoutMs: exchange.request.timeoutMs)))
                 }
             }
-            curl_multi_poll(multi, nil, 0, 1_000, nil)
+            // Waits only with nothing queued: what came in while the loop ran (its completions' next requests among
+            // it) is taken at once, and a later `submit` sees `polling` and wakes it. The wait is bounded all the same
+            // (`pollWaitMsMax`), so even a wake-up libcurl failed to deliver would cost a second, not an exchange.
+            let wait = state.withLock { s in
+                s.polling = s.submitted.isEmpty && s.cancelled.isEmpty && !s.closed
+                return s.polling
+            }
+            if wait {
+                curl_multi_poll(multi, nil, 0, options.pollWaitMsMax, nil)
+                state.withLock { $0.polling = false }
+            }
         }
         for handle in idleHandles { curl_easy_cleanup(handle) }
         idleHandles.removeAll()

@@ -15,6 +15,13 @@ struct RealClock: Clock {
     func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }
 
+/// Real time moved ahead by what a test says (a lease run out without waiting for it).
+final class MovedClock: Clock {
+    private let aheadMs = Atomic<Int64>(0)
+    func nowMs() -> Int64 { RealClock().nowMs() + aheadMs.load(ordering: .relaxed) }
+    func move(byMs ms: Int64) { aheadMs.add(ms, ordering: .relaxed) }
+}
+
 final class SequentialIDs: IDGenerator {
     let counter = Atomic<Int>(0)
     func uuid() -> String { String(format: "00000000-0000-4000-8000-%012d", counter.add(1, ordering: .relaxed).newValue) }

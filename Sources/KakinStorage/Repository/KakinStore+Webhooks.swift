@@ -136,10 +136,12 @@ extension KakinStore {
     /// write never holds read locks on the events that the ingest appends to), then in one write, per endpoint, moves
     /// the cursor from the value read (a compare-and-set: another process that moved it meanwhile wins, and this one
     /// skips that endpoint) and inserts a `pending` delivery for each event its types admit, due at `nowMs`, dead
-    /// after `deadlineMs`. Answers the events read (`batchMax`: call again, more may wait) and the deliveries created.
-    public func fanOutWebhookEvents(routes: [WebhookRoute], nowMs: Int64, deadlineMs: Int64, batchMax: Int) async throws(KakinError) -> (eventsRead: Int, deliveriesCreated: Int) {
+    /// after `deadlineMs`. Answers the events read (`batchMax`: call again, more may wait), the deliveries created and
+    /// the endpoints they were created for (each has a chain due now).
+    public func fanOutWebhookEvents(routes: [WebhookRoute], nowMs: Int64, deadlineMs: Int64, batchMax: Int) async throws(KakinError)
+        -> (eventsRead: Int, deliveriesCreated: Int, endpointsDue: Set<String>) {
         precondition((1...10_000).contains(batchMax), "fan-out batches are 1...10000 events")
-        if routes.isEmpty { return (0, 0) }
+        if routes.isEmpty { return (0, 0, []) }
         let (cursors, events) = try await read { db -> ([String: EventFeedCursor], [(cursor: EventFeedCursor, eventId: String, customerId: String, sequence: Int64, type: String)]) in
             var cursors: [String: EventFeedCursor] = [:]
             for r in routes { if let c = try Self.cursor(db, r.endpointId) { cursors[r.endpointId] = c } }
@@ -153,9 +155,10 @@ extension KakinStore {
                  r.string("customer_id") ?? "", r.int("sequence") ?? 0, r.string("event_type") ?? "")
             })
         }
-        guard let last = events.last?.cursor else { return (0, 0) }
-        let created = try await write { db in
+        guard let last = events.last?.cursor else { return (0, 0, []) }
+        let (created, due) = try await write { db in
             var created = 0
+            var due = Set<String>()
             for route in routes {
                 guard let from = cursors[route.endpointId], from < last else { continue }
                 let moved = try db.execute("""
@@ -166,11 +169,12 @@ extension KakinStore {
                 let inserted = try Self.insertDeliveries(db, route.endpointId, admitted.map { ($0.eventId, $0.customerId, $0.sequence) }, nowMs: nowMs,
                                                          deadlineMs: deadlineMs, onConflict: "DO NOTHING")
                 created += inserted.count
+                if !inserted.isEmpty { due.insert(route.endpointId) }
                 try Self.scheduleChains(db, route.endpointId, Self.distinct(inserted), dueMs: nowMs, nowMs: nowMs)
             }
-            return created
+            return (created, due)
         }
-        return (events.count, created)
+        return (events.count, created, due)
     }
 
     /// Rows one multi-row statement writes at most (a power of two: `SQLList.chunks`).
