@@ -32,13 +32,15 @@ final class SQLiteHandle: SQLConnection {
     /// Read by the authorizer: only the engine's own statements may control transactions.
     fileprivate var allowsTransactionControl = false
     fileprivate var deniedTransactionControl = false
+    /// Benchmarks only (`KAKIN_SQLITE_STATEMENT_PROFILE`); nil, and nothing installed, otherwise.
+    private var profile: SQLiteStatementProfile?
 
     /// Process-wide settings, applied before the first connection opens.
     private static let processSettings: Void = {
         _ = kakin_sqlite_disable_memory_statistics()
     }()
 
-    init(path: String, role: Role, options: SQLiteDatabase.Options) throws {
+    init(path: String, role: Role, options: SQLiteDatabase.Options, profileFile: String? = SQLiteStatementProfile.environmentFile) throws {
         Self.processSettings
         statementsCachedMax = options.statementsCachedMax
         queryRowsMax = options.queryRowsMax
@@ -57,6 +59,7 @@ final class SQLiteHandle: SQLConnection {
         sqlite3_extended_result_codes(pointer, 1)
         sqlite3_busy_timeout(pointer, Int32(options.busyTimeoutMs))
         sqlite3_set_authorizer(pointer, sqliteAuthorizer, Unmanaged.passUnretained(self).toOpaque())
+        profile = profileFile.map { SQLiteStatementProfile(file: $0, db: pointer) }
 
         switch role {
         case .writer(let durable):
@@ -85,6 +88,8 @@ final class SQLiteHandle: SQLConnection {
     /// Finalizes every statement and closes the connection. Idempotent.
     func close() {
         guard let db else { return }
+        profile?.close()
+        profile = nil
         for statement in statements.values { sqlite3_finalize(statement.pointer) }
         for statement in engineStatements.values { sqlite3_finalize(statement) }
         statements = [:]
