@@ -15,6 +15,14 @@ final class SQLiteHandle: SQLConnection {
         case reader
         /// Read-write, only copies the WAL back into the database file (`checkpoint()`); opened after the writer.
         case checkpointer(durable: Bool)
+
+        var name: String {
+            switch self {
+            case .writer: "writer"
+            case .reader: "reader"
+            case .checkpointer: "checkpointer"
+            }
+        }
     }
 
     private var db: OpaquePointer?
@@ -59,7 +67,6 @@ final class SQLiteHandle: SQLConnection {
         sqlite3_extended_result_codes(pointer, 1)
         sqlite3_busy_timeout(pointer, Int32(options.busyTimeoutMs))
         sqlite3_set_authorizer(pointer, sqliteAuthorizer, Unmanaged.passUnretained(self).toOpaque())
-        profile = profileFile.map { SQLiteStatementProfile(file: $0, db: pointer) }
 
         switch role {
         case .writer(let durable):
@@ -81,6 +88,8 @@ final class SQLiteHandle: SQLConnection {
         // 64 MiB of page cache per connection (SQLite's default is 2 MiB): re-reading pages is a syscall each.
         try execute("PRAGMA cache_size = -65536", [])
         work = SQLWorkCounts()  // opening is not the work counted
+        // After the settings, so that the first statement profiled runs on the connection's own thread.
+        profile = profileFile.map { SQLiteStatementProfile(file: $0, db: pointer, connection: role.name) }
     }
 
     deinit { close() }

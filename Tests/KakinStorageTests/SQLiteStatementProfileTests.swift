@@ -18,11 +18,12 @@ import Testing
         handle.close()
 
         let profile = SQLiteStatementTotals.read(file: file)
-        let insert = try #require(profile.statements["INSERT INTO items (name) VALUES (?)"])
+        let insert = try #require(profile.statements[SQLiteStatementKey(connection: "writer", sql: "INSERT INTO items (name) VALUES (?)")])
         #expect(insert.runs == 50)
         #expect(insert.cpuNs > 0 && insert.wallNs >= insert.cpuNs / 2)
-        #expect(profile.statements["SELECT name FROM items ORDER BY id"]?.runs == 1, "one line per statement, its text on one line")
+        #expect(profile.statements[SQLiteStatementKey(connection: "writer", sql: "SELECT name FROM items ORDER BY id")]?.runs == 1, "one line per statement, its text on one line")
         #expect(profile.clockReadingNs > 0)
+        #expect(Array(profile.threads.values) == ["writer"], "the thread the statements ran on")
     }
 
     @Test func anUnprofiledConnectionWritesNothing() throws {
