@@ -96,7 +96,33 @@ enum BudgetBenchmark {
             return (measured.run.requests, measured.cpuPerRequest * Double(measured.run.requests))
         }
         result.append(budget("status read (one grant each)", reads, []))
+        result.append(budget("webhook delivery (replayed grants' events)", try deliveries(workspace, options), [], edge: false))
         return result
+    }
+
+    /// Grants for `--seconds` on a server with one webhook to `kakin events listen`, their events delivered; then, on
+    /// a profiled server, all of them replayed and delivered again: CPU per delivery.
+    static func deliveries(_ workspace: BenchWorkspace, _ options: BenchOptions) throws -> PathRun {
+        setenv(EventsBenchmark.secretVariable, EventsBenchmark.secret, 1)
+        let listener = try EventsBenchmark.Listener(workspace)
+        defer { _ = listener.stop() }
+        let script = workspace.packageRoot.appendingPathComponent("Benchmarks/wrk/grants.lua")
+        return try profiled(workspace, "deliveries", options, webhookURL: listener.url, seed: { server -> Int64 in
+            let sinceMs = Int64(Date().timeIntervalSince1970 * 1000) - 1
+            _ = try Wrk.run(url: "http://127.0.0.1:\(server.port)", seconds: options.loadSeconds + Wrk.drainSeconds, connections: options.connections,
+                            script: script, scriptArguments: ["\(options.loadSeconds)", "\(GrantsBenchmark.customers)", "budget"], workspace: workspace)
+            guard try EventsBenchmark.waitUntilDelivered(server) != nil else { throw SubprocessFailure(description: "budget: the grants' events were never delivered") }
+            return sinceMs
+        }) { server, sinceMs in
+            try server.measuringCPU { () throws -> Int in
+                let answer = try HTTPConnection(port: server.port).request(
+                    "POST", "/v1/admin/webhooks/\(EventsBenchmark.endpoint)/replay", json: ["since": .string(Timestamp.rfc3339(sinceMs))])
+                guard answer.status == 202, let queued = answer.json["queued"]?.intValue, try EventsBenchmark.waitUntilNoneWaiting(server) != nil else {
+                    throw SubprocessFailure(description: "budget: the replay answered \(answer.status) or was not delivered")
+                }
+                return queued
+            }
+        }
     }
 
     // MARK: Running a path
@@ -112,10 +138,11 @@ enum BudgetBenchmark {
     }
 
     /// The same, after `seed` ran on a server of its own (not profiled) on the same database.
-    static func profiled<Seed>(_ workspace: BenchWorkspace, _ name: String, _ options: BenchOptions, seed: (KakinServerProcess) throws -> Seed,
+    static func profiled<Seed>(_ workspace: BenchWorkspace, _ name: String, _ options: BenchOptions, webhookURL: String? = nil,
+                               seed: (KakinServerProcess) throws -> Seed,
                                load: (KakinServerProcess, Seed) throws -> (Int, Double),
                                after: (KakinServerProcess) throws -> Void = { _ in }) throws -> PathRun {
-        let (config, _) = try workspace.writeConfig("budget-\(name)")
+        let (config, _) = try EventsBenchmark.writeConfig(workspace, "budget-\(name)", webhookURL: webhookURL)
         let seeder = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("budget-\(name)-seed.log"))
         let seeded: Seed
         do {
@@ -156,10 +183,10 @@ enum BudgetBenchmark {
 
     /// The path's rows (the HTTP edge, `units`, then every statement kind by CPU per request), their sum beside the
     /// measured CPU, and the CPU by thread.
-    static func budget(_ path: String, _ run: PathRun, _ units: [Row]) -> BenchResult {
+    static func budget(_ path: String, _ run: PathRun, _ units: [Row], edge: Bool = true) -> BenchResult {
         let n = Double(max(1, run.requests))
         let measured = run.cpuSeconds / n
-        var rows = [Row(what: "HTTP edge: a /healthz round trip (this server's CPU per /healthz)", count: 1, seconds: run.healthz)] + units
+        var rows = (edge ? [Row(what: "HTTP edge: a /healthz round trip (this server's CPU per /healthz)", count: 1, seconds: run.healthz)] : []) + units
         var kinds: [SQLiteStatementKey: SQLiteStatementTotals] = [:]
         for (key, totals) in run.statements {
             kinds[SQLiteStatementKey(connection: key.connection, sql: normalised(key.sql)), default: SQLiteStatementTotals()].add(totals)
@@ -173,7 +200,7 @@ enum BudgetBenchmark {
         rows += statementRows
         let rareCPU = rare.map(cpu).reduce(0, +), rareRuns = rare.map(\.runs).reduce(0, +)
         if rareRuns > 0 {
-            rows.append(Row(what: "\(rare.count) statement kinds under \(statementsPerRequestMin) per request (startup, the bench's own reads)",
+            rows.append(Row(what: "\(rare.count) statement kinds under \(statementsPerRequestMin) per request each (background work, startup, the bench's own reads)",
                             count: Double(rareRuns) / n, seconds: rareCPU / Double(rareRuns)))
         }
         let explained = rows.map { $0.count * $0.seconds }.reduce(0, +)
@@ -189,6 +216,10 @@ enum BudgetBenchmark {
         lines.append(String(format: "sum of the rows %.1f µs; measured server CPU per request %.1f µs (same run, profile on, %@ requests); "
                                 + "not explained %.1f µs (%.1f %%)", explained * 1e6, measured * 1e6, BenchResult.grouped(run.requests),
                             (measured - explained) * 1e6, (measured - explained) / measured * 100))
+        let allRuns = Double(kinds.values.map(\.runs).reduce(0, +)) / n
+        lines.append(String(format: "the profile's cost: %.0f ns of clock readings per statement (subtracted from each unit above), about twice that "
+                                + "added to the measured CPU by the readings outside the statement: ≈ %.1f µs per request for %.2f statements",
+                            Double(run.clockReadingNs), 2 * Double(run.clockReadingNs) * allRuns / 1e3, allRuns))
         let writerStatements = frequent.filter { $0.key.connection == "writer" }.values.map(cpu).reduce(0, +) / n
         let writer = (run.threadSeconds["sql-writer"] ?? 0) / n
         lines.append(String(format: "server CPU by thread per request: sql-writer %.1f µs (its statements %.1f, the rest %.1f: plans, binding, rows, "
@@ -207,7 +238,8 @@ enum BudgetBenchmark {
 
     /// Thread names (`/proc`'s, 15 characters at most) as the budget prints them.
     static let threadNames = ["MHD-worker": "libmicrohttpd's workers (HTTP edge)", "oot.default-qos": "Swift tasks (com.apple.root.default-qos)",
-                              "kakin": "the main thread", "sql-reader": "sql-readers"]
+                              "-qos.overcommit": "Dispatch overcommit threads", "kakin": "the main thread", "sql-reader": "sql-readers",
+                              "sql-checkpointer": "sql-checkpoint"]
 
     /// Multi-row VALUES and IN lists of any length as one kind: "(?, ?), (?, ?)" → "(?, ?), …".
     static func normalised(_ sql: String) -> String {

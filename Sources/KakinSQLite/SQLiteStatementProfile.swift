@@ -37,7 +37,8 @@ final class SQLiteStatementProfile {
     private let file: String
     private let db: OpaquePointer
     private let connection: String
-    /// The thread of the first statement (0 before it), the connection's own: profiles start after a connection's settings.
+    /// The thread of the first statement (or of the close, without one): the connection's own, as profiles start after
+    /// a connection's settings and the engine's threads close their connections.
     private var thread: pid_t = 0
     /// By prepared statement; a statement finalized and another prepared at its address is told apart by its text.
     private var statements: [OpaquePointer: Running] = [:]
@@ -88,6 +89,7 @@ final class SQLiteStatementProfile {
     /// Adds this connection's totals to the process's and rewrites the file. Called once, before the connection finalizes its statements.
     func close() {
         sqlite3_trace_v2(db, 0, nil, nil)  // finalizing statements would call back
+        if thread == 0 { thread = Self.threadID() }  // the checkpointer runs no statements, and closes on its thread
         let mine = finished + statements.values
         let clockNs = Self.clockReadingNs()
         Self.process.withLock { all in
