@@ -15,14 +15,6 @@ final class SQLiteHandle: SQLConnection {
         case reader
         /// Read-write, only copies the WAL back into the database file (`checkpoint()`); opened after the writer.
         case checkpointer(durable: Bool)
-
-        var name: String {
-            switch self {
-            case .writer: "writer"
-            case .reader: "reader"
-            case .checkpointer: "checkpointer"
-            }
-        }
     }
 
     private var db: OpaquePointer?

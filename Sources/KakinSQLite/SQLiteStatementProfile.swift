@@ -127,6 +127,17 @@ final class SQLiteStatementProfile {
     }
 }
 
+extension SQLiteHandle.Role {
+    /// The connection's name in a profile's file.
+    var name: String {
+        switch self {
+        case .writer: "writer"
+        case .reader: "reader"
+        case .checkpointer: "checkpointer"
+        }
+    }
+}
+
 /// A statement text and the role of the connections that ran it (writer, reader, checkpointer).
 public struct SQLiteStatementKey: Hashable, Sendable {
     public var connection: String
