@@ -16,6 +16,7 @@
 #include <openssl/rand.h>
 #include <openssl/objects.h>
 #include <openssl/pkcs7.h>
+#include <openssl/core_names.h>
 
 /// EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *kakin_EVP_EC_gen_P256(void) {
@@ -25,6 +26,16 @@ static inline EVP_PKEY *kakin_EVP_EC_gen_P256(void) {
 /// EVP_RSA_gen is a macro over the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *kakin_EVP_RSA_gen(unsigned int bits) {
     return EVP_RSA_gen(bits);
+}
+
+/// EC_GROUP_precompute_mult is deprecated in OpenSSL 3 (an EVP key keeps no table of its own point's multiples), and
+/// still the only way to have one: `P256FixedKeyVerifier` builds it for a curve whose generator is a public key.
+static inline int kakin_EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    int ok = EC_GROUP_precompute_mult(group, ctx);
+#pragma GCC diagnostic pop
+    return ok;
 }
 
 /// BIO_get_mem_data is a macro over BIO_ctrl.

@@ -59,10 +59,23 @@ public enum SHA256Hash {
 
     static func digest(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: byteCount)
-        out.withUnsafeMutableBufferPointer { output in
-            _ = SHA256(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count, output.baseAddress)
+        let done = out.withUnsafeMutableBufferPointer { output in
+            EVP_Digest(input.baseAddress, input.count, output.baseAddress, nil, algorithm.pointer, nil) == 1
         }
+        precondition(done, "SHA-256 of bytes in memory cannot fail")
         return out
+    }
+
+    /// SHA-256 fetched once: OpenSSL 3's one-shot `SHA256()` fetches it from the provider on every call (a lookup
+    /// under a lock, on the path of every JWS checked).
+    private static let algorithm: FetchedDigest = {
+        guard let md = EVP_MD_fetch(nil, "SHA256", nil) else { preconditionFailure("OpenSSL has no SHA-256") }
+        return FetchedDigest(pointer: md)
+    }()
+
+    /// An `EVP_MD` kept for the process's life; OpenSSL allows using one from any thread.
+    private struct FetchedDigest: @unchecked Sendable {
+        let pointer: OpaquePointer
     }
 
     /// Colon-separated upper-case hex, as certificate viewers print fingerprints.

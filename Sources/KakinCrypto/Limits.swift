@@ -18,6 +18,12 @@ extension RSAKeySize {
     public static let bitsMax = 8192
 }
 
+extension P256PublicKey {
+    /// ES256 checks by one key before its multiples are precomputed (`P256FixedKeyVerifier`): the table costs ~26 ms
+    /// and ~150 KB once and saves ~34 µs a check, so it pays after ~800; a key that checks fewer never builds one.
+    static let fixedKeyVerificationsMin = 1_000
+}
+
 extension VerifyContextPool {
     /// Contexts kept between uses; more are created under contention and freed when returned to a full pool.
     static let contextsMax = 8

@@ -20,7 +20,7 @@ final class SQLiteHandle: SQLConnection {
     private var db: OpaquePointer?
     private let statementsCachedMax: Int
     private let queryRowsMax: Int
-    private var statements: [String: CachedStatement] = [:]
+    private var statements: [StatementKey: CachedStatement] = [:]
     /// Result column names per prepared statement, read from SQLite once instead of once per query.
     private var columnsByStatement: [OpaquePointer: SQLColumns] = [:]
     /// BEGIN/COMMIT/SAVEPOINT… kept apart from user statements, which may never contain them.
@@ -101,6 +101,10 @@ final class SQLiteHandle: SQLConnection {
     }
 
     var isInTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
+
+    /// Rows inserted, updated or deleted on this connection since it opened (triggers' included): unchanged across a
+    /// body that wrote nothing.
+    var totalChanges: Int64 { sqlite3_total_changes64(db) }
 
     /// The statements (and syncs) counted since the last call, for the statistics.
     func takeWork() -> SQLWorkCounts { work.take() }
@@ -229,6 +233,25 @@ final class SQLiteHandle: SQLConnection {
 
     // MARK: Internals
 
+    /// A statement's text as the cache's key: hashed by its length and its first and last bytes, not all of them (a
+    /// status read's statement is 1.2 KB, hashed at every use); equal only when the whole text is.
+    private struct StatementKey: Hashable {
+        let sql: String
+
+        static let sampledBytes = 64
+
+        func hash(into hasher: inout Hasher) {
+            let utf8 = sql.utf8
+            hasher.combine(utf8.count)
+            let sampled: Void? = utf8.withContiguousStorageIfAvailable { bytes in
+                let raw = UnsafeRawBufferPointer(bytes)
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.prefix(Self.sampledBytes)))
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.suffix(Self.sampledBytes)))
+            }
+            if sampled == nil { hasher.combine(sql) }
+        }
+    }
+
     private final class CachedStatement {
         let pointer: OpaquePointer
         var lastUseTick: UInt64
@@ -253,7 +276,8 @@ final class SQLiteHandle: SQLConnection {
     private func cachedStatement(_ sql: String) throws -> OpaquePointer {
         guard db != nil else { throw SQLError(kind: .closed, message: "connection is closed", sql: sql) }
         useTick &+= 1
-        if let cached = statements[sql] {
+        let key = StatementKey(sql: sql)
+        if let cached = statements[key] {
             cached.lastUseTick = useTick
             return cached.pointer
         }
@@ -264,7 +288,7 @@ final class SQLiteHandle: SQLConnection {
             sqlite3_finalize(leastRecent.value.pointer)
             statements.removeValue(forKey: leastRecent.key)
         }
-        statements[sql] = CachedStatement(pointer: pointer, lastUseTick: useTick)
+        statements[key] = CachedStatement(pointer: pointer, lastUseTick: useTick)
         return pointer
     }
 

@@ -12,7 +12,7 @@ enum WriterJob: Sendable {
 
 /// One caller's `write`, type-erased.
 struct WriteJob: Sendable {
-    /// Runs the body inside the savepoint the writer opened.
+    /// Runs the body inside the writer's transaction (and savepoint, when isolated); may run more than once.
     let run: @Sendable (SQLiteHandle) -> WriteOutcome
     /// Resumes the caller with `error` without running the body (the batch could not begin).
     let fail: @Sendable (any Error) -> Void
@@ -27,7 +27,7 @@ struct WriteOutcome {
     let finish: (_ batchError: (any Error)?) -> Void
 }
 
-/// The single writer: drains the queue in batches, one transaction per batch, one savepoint per body.
+/// The single writer: drains the queue in batches, one transaction per batch (`runTransaction`).
 ///
 /// Owns its connection; lives on its own thread (`run()` returns when the queue is closed and empty).
 final class SQLiteWriter {
@@ -59,34 +59,45 @@ final class SQLiteWriter {
                 guard case .write(let write) = job else { preconditionFailure("exclusive job inside a write batch") }
                 return write
             }[...]
+            var isolated = false
             while !pending.isEmpty {
-                pending = runTransaction(pending)
+                (pending, isolated) = runTransaction(pending, isolated: isolated)
             }
         }
         handle.close()
     }
 
     /// Runs `jobs` in one BEGIN IMMEDIATE … COMMIT and resumes their callers after the COMMIT.
-    /// - Returns: jobs not run because SQLite abandoned the transaction part-way; they go in the next one.
-    private func runTransaction(_ jobs: ArraySlice<WriteJob>) -> ArraySlice<WriteJob> {
+    ///
+    /// Bodies run without a savepoint of their own: inside one, SQLite copies every page a body first changes into a
+    /// statement journal (a third of a grant's statement time), and nearly every body succeeds. A body that throws having
+    /// changed no row (the connection's total changes are as before it: refused before writing, a replayed or reused
+    /// idempotency key) leaves nothing to undo. One that throws after changing rows cannot be undone alone: the
+    /// transaction is rolled back, nobody is answered, and the same jobs run again `isolated`, each body inside
+    /// `SAVEPOINT w`, rolled back to it when it throws (a body may run more than once, as on PostgreSQL).
+    /// - Returns: the jobs left to run (none; those not run because SQLite abandoned the transaction part-way; or all of
+    ///   them again), and whether they run isolated.
+    private func runTransaction(_ jobs: ArraySlice<WriteJob>, isolated: Bool) -> (rest: ArraySlice<WriteJob>, isolated: Bool) {
         precondition((1...batchSizeMax).contains(jobs.count), "a write transaction runs 1...batchSizeMax bodies")
         do {
             try handle.runEngine("BEGIN IMMEDIATE")
         } catch {
             abandon([], alsoFailing: jobs, error: error)
-            return []
+            return ([], false)
         }
         var outcomes: [WriteOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         for index in jobs.indices {
-            let outcome: WriteOutcome
-            do {
-                try handle.runEngine("SAVEPOINT w")
-            } catch {
-                abandon(outcomes, alsoFailing: jobs[index...index], error: error)
-                return jobs[(index + 1)...]
+            if isolated {
+                do {
+                    try handle.runEngine("SAVEPOINT w")
+                } catch {
+                    abandon(outcomes, alsoFailing: jobs[index...index], error: error)
+                    return (jobs[(index + 1)...], isolated)
+                }
             }
-            outcome = jobs[index].run(handle)
+            let changesBefore = handle.totalChanges
+            let outcome = jobs[index].run(handle)
             do {
                 // Some errors (disk full, I/O) make SQLite roll back the whole transaction: the
                 // earlier bodies' work is gone too, so none of them may be acknowledged.
@@ -97,11 +108,17 @@ final class SQLiteWriter {
                         message: "the batch transaction was rolled back by SQLite after an error; this write was not applied"
                             + (outcome.bodyError.map { " (cause: \($0))" } ?? ""))
                 }
-                if outcome.bodyError != nil { try handle.runEngine("ROLLBACK TO w") }
-                try handle.runEngine("RELEASE w")
+                if isolated {
+                    if outcome.bodyError != nil { try handle.runEngine("ROLLBACK TO w") }
+                    try handle.runEngine("RELEASE w")
+                } else if outcome.bodyError != nil, handle.totalChanges != changesBefore {
+                    // Its rows can only go with everyone's: the work so far is counted with the next attempt's.
+                    try handle.runEngine("ROLLBACK")
+                    return (jobs, true)
+                }
             } catch {
                 abandon(outcomes + [outcome], error: error)
-                return jobs[(index + 1)...]
+                return (jobs[(index + 1)...], isolated)
             }
             outcomes.append(outcome)
         }
@@ -109,13 +126,13 @@ final class SQLiteWriter {
             try handle.runEngine("COMMIT")
         } catch {
             abandon(outcomes, error: error)
-            return []
+            return ([], false)
         }
         handle.countCommitSync()
         let succeeded = outcomes.count { $0.bodyError == nil }
         statistics.recordBatch(size: outcomes.count, committed: true, bodiesSucceeded: succeeded, work: handle.takeWork())
         for outcome in outcomes { outcome.finish(nil) }
-        return []
+        return ([], false)
     }
 
     /// Rolls the transaction back and fails every body that ran in it, and `unrun` jobs without running them.

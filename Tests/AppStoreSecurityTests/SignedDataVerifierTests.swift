@@ -1,6 +1,6 @@
 import AppStoreSecurity
 import KakinCore
-import KakinCrypto
+@testable import KakinCrypto
 import Synchronization
 import Testing
 
@@ -24,7 +24,29 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
     }
 }
 
+/// Verifies `jws` on `verifier` until its leaf key is past `P256PublicKey.fixedKeyVerificationsMin` checks: the key's
+/// checks from then on use its precomputed multiples (`P256FixedKeyVerifier`), as a busy server's do.
+func warmPastPrecomputation(_ verifier: SignedDataVerifier, _ jws: String) {
+    for _ in 0...P256PublicKey.fixedKeyVerificationsMin { _ = try? verifier.verify(jws) }
+}
+
 @Suite struct AppleVectorTests {
+    /// Apple's signed vectors, and the same with a byte of the signature changed, answer the same once the leaf key's
+    /// multiples are precomputed.
+    @Test func appleVectorsAnswerTheSameWithTheLeafKeyPrecomputed() throws {
+        for name in ["apple.transactionInfo", "apple.renewalInfo", "apple.testNotification"] {
+            let testCase = try catalogueCase(name)
+            let verifier = try testCase.makeVerifier()
+            warmPastPrecomputation(verifier, testCase.jws)
+            #expect(failureCode { _ = try verifier.verify(testCase.jws, as: testCase.kind) } == nil, "\(name)")
+            var tampered = Array(testCase.jws.utf8)
+            let signatureStart = tampered.lastIndex(of: UInt8(ascii: "."))! + 1
+            tampered[signatureStart + 3] = tampered[signatureStart + 3] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+            let code = failureCode { _ = try verifier.verify(String(decoding: tampered, as: UTF8.self), as: testCase.kind) }
+            #expect(code == .invalidSignature, "\(name) with its signature changed")
+        }
+    }
+
     @Test func appleTransactionVectorIsValid() throws { try expectCase("apple.transactionInfo") }
     @Test func appleRenewalInfoVectorIsValid() throws { try expectCase("apple.renewalInfo") }
     @Test func appleTestNotificationVectorIsValid() throws { try expectCase("apple.testNotification") }
@@ -298,10 +320,11 @@ func expectCase(_ name: String, sourceLocation: SourceLocation = #_sourceLocatio
 @Suite struct ForgeryTests {
     /// Thousands of random edits of a genuine JWS: none verifies unless what was signed is untouched
     /// (base64 has spare bits, so an edit of the signature's last character can decode to the same bytes).
-    @Test func randomEditsOfAGenuineJWSNeverVerify() throws {
+    @Test(arguments: [false, true]) func randomEditsOfAGenuineJWSNeverVerify(leafKeyPrecomputed: Bool) throws {
         let catalogue = try sharedCatalogue.get()
         let verifier = try makeVerifier(roots: [catalogue.ca.rootDER])
         let original = try catalogue.ca.signer().sign(transactionPayload())
+        if leafKeyPrecomputed { warmPastPrecomputation(verifier, original) }
         let bytes = Array(original.utf8)
         let signingInputCount = bytes.lastIndex(of: UInt8(ascii: "."))!
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ {}\"".utf8)

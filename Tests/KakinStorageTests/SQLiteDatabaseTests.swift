@@ -2,9 +2,15 @@ import Dispatch
 import Foundation
 import KakinSQLite
 import KakinStorage
+import Synchronization
 import Testing
 
 private let createItems = "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"
+
+/// How many times write bodies ran.
+private final class BodyRuns: Sendable {
+    let count = Atomic<Int>(0)
+}
 
 private func itemNames(_ database: SQLiteDatabase) async throws -> [String] {
     try await database.read { connection in
@@ -42,8 +48,9 @@ private func itemNames(_ database: SQLiteDatabase) async throws -> [String] {
             #expect(after.readStatements - before.readStatements == 1)
             #expect(after.syncs - before.syncs >= 1)
             #expect(after.roundTrips == 0)
-            // BEGIN IMMEDIATE, SAVEPOINT, RELEASE, COMMIT; the read's BEGIN (its COMMIT comes after the body).
-            #expect(after.transactionControlStatements - before.transactionControlStatements >= 5)
+            // BEGIN IMMEDIATE, COMMIT (a body that succeeds runs without a savepoint); the read's BEGIN (its COMMIT comes
+            // after the body).
+            #expect(after.transactionControlStatements - before.transactionControlStatements >= 3)
         }
     }
 
@@ -177,6 +184,34 @@ private func itemNames(_ database: SQLiteDatabase) async throws -> [String] {
             #expect(try await itemNames(database) == ["item-0", "item-1", "item-3", "item-4"])
             #expect(database.statistics.batchSizeLargest == 5)
             #expect(database.statistics.writesFailed == 1)
+        }
+    }
+
+    /// Bodies run without savepoints: one that throws before writing leaves nothing to undo, so its batch runs once; one
+    /// that throws after writing makes the batch run again from its first body, each in its own savepoint.
+    @Test func aBodyThatThrowsBeforeWritingCostsItsBatchNoSecondRun() async throws {
+        try await withDatabase { database in
+            try await database.write { try $0.execute(createItems) }
+            for (failing, runsExpected) in [("refused", 5), ("after writing", 3 + 5)] {
+                try await database.write { try $0.execute("DELETE FROM items") }
+                let runs = BodyRuns()
+                let gate = WriterGate()
+                let held = await gate.hold(database)
+                let writes = try await queueWritesInOrder(database, (0..<5).map { index in
+                    { @Sendable connection in
+                        runs.count.add(1, ordering: .relaxed)
+                        if index == 2, failing == "refused" { throw ExpectedFailure(id: index) }
+                        try connection.execute("INSERT INTO items (name) VALUES (?)", [SQLValue("item-\(index)")])
+                        if index == 2 { throw ExpectedFailure(id: index) }
+                    }
+                })
+                gate.open()
+                try await held.value
+                for (index, write) in writes.enumerated() where index != 2 { try await write.value }
+                await #expect(throws: ExpectedFailure(id: 2)) { try await writes[2].value }
+                #expect(try await itemNames(database) == ["item-0", "item-1", "item-3", "item-4"])
+                #expect(runs.count.load(ordering: .relaxed) == runsExpected, "\(failing)")
+            }
         }
     }
 

@@ -140,10 +140,10 @@ extension KakinStore {
             guard let customer else { return facts }
             facts.movements = try db.query(Self.paidCoinMovementSelect + " AND l.customer_id = ? ORDER BY l.seq LIMIT ?",
                                            [.text(customer), .integer(Int64(Self.consumptionLedgerRowsMax))]).compactMap(Self.paidCoinMovement)
-            // `kind IN (…)` repeats the partial index's condition.
+            // `Schema.purchaseLedgerKinds` repeats the partial index's condition.
             for row in try db.query("""
                 SELECT kind, currency, SUM(price_milli) AS total FROM ledger_entries
-                WHERE customer_id = ? AND kind IN ('purchase', 'refund', 'refundReversed') AND price_milli IS NOT NULL AND currency IS NOT NULL
+                WHERE customer_id = ? AND \(Schema.purchaseLedgerKinds) AND price_milli IS NOT NULL AND currency IS NOT NULL
                 GROUP BY kind, currency
                 """, [.text(customer)]) {
                 guard let currency = row.string("currency"), let total = row.int("total") else { continue }

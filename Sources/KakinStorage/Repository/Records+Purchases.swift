@@ -224,26 +224,31 @@ extension Records {
 
     // MARK: Coins of a purchase
 
+    /// `purchaseLedger`'s count of a purchase's refunds and reversals.
+    static let purchaseEntryCountsSQL = """
+        SELECT SUM(CASE WHEN kind = 'refund' THEN 1 ELSE 0 END) AS refunds,
+               SUM(CASE WHEN kind = 'refundReversed' THEN 1 ELSE 0 END) AS reversals
+        FROM ledger_entries WHERE reference = ? AND customer_id = ? AND \(Schema.purchaseLedgerKinds)
+        """
+    /// `purchaseLedger`'s last refund of a purchase.
+    static let lastRefundSQL = """
+        SELECT paid_delta, free_delta FROM ledger_entries
+        WHERE reference = ? AND customer_id = ? AND \(Schema.purchaseLedgerKinds) AND kind = 'refund'
+        ORDER BY seq DESC LIMIT 1
+        """
+
     /// The coins a consumable credited and its refunds and reversals so far; nil if it credited nothing.
     public func purchaseLedger(_ transactionId: String) throws -> PurchaseLedger? {
         guard let purchase = try db.queryOne(
                 "SELECT customer_id, paid_delta, free_delta, price_milli, currency FROM ledger_entries WHERE effect_key = ?",
                 [.text("purchase:\(transactionId)")]),
               let customerId = purchase.string("customer_id") else { return nil }
-        // `kind IN (…)` repeats the partial index's condition so SQLite uses it.
-        let counts = try db.queryOne("""
-            SELECT SUM(CASE WHEN kind = 'refund' THEN 1 ELSE 0 END) AS refunds,
-                   SUM(CASE WHEN kind = 'refundReversed' THEN 1 ELSE 0 END) AS reversals
-            FROM ledger_entries WHERE reference = ? AND customer_id = ? AND kind IN ('purchase', 'refund', 'refundReversed')
-            """, [.text(transactionId), .text(customerId)])
+        // `Schema.purchaseLedgerKinds` repeats the partial index's condition so SQLite uses it.
+        let counts = try db.queryOne(Self.purchaseEntryCountsSQL, [.text(transactionId), .text(customerId)])
         let refunds = Int(counts?.int("refunds") ?? 0)
         let reversals = Int(counts?.int("reversals") ?? 0)
         var lastRefund: WalletBalance?
-        if refunds > 0, let last = try db.queryOne("""
-                SELECT paid_delta, free_delta FROM ledger_entries
-                WHERE reference = ? AND customer_id = ? AND kind IN ('purchase', 'refund', 'refundReversed') AND kind = 'refund'
-                ORDER BY seq DESC LIMIT 1
-                """, [.text(transactionId), .text(customerId)]) {
+        if refunds > 0, let last = try db.queryOne(Self.lastRefundSQL, [.text(transactionId), .text(customerId)]) {
             lastRefund = WalletBalance(paid: last.int("paid_delta") ?? 0, free: last.int("free_delta") ?? 0)
         }
         return PurchaseLedger(

@@ -319,5 +319,6 @@ enum Schema {
         webhookDeliveryClaimsMigration,
         googlePlayChainsMigration,
         googlePlayChargesMigration,
+        ledgerPurchaseKindsMigration,
     ]
 }
