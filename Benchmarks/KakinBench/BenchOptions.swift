@@ -4,10 +4,10 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The command line: `kakin-bench [verify|units|purchases|play|grants|reads|history|notifications|events|import|all|postgres|crash-test] [--seconds S] …`.
+/// The command line: `kakin-bench [verify|units|budget|purchases|play|grants|reads|history|notifications|events|import|all|postgres|crash-test] [--seconds S] …`.
 struct BenchOptions {
     static let usage = """
-        usage: kakin-bench [verify|units|purchases|play|grants|reads|history|notifications|events|import|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
+        usage: kakin-bench [verify|units|budget|purchases|play|grants|reads|history|notifications|events|import|all] [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench purchases|notifications --prepare [--seconds S] [--kakin PATH]
                kakin-bench postgres --postgres URL [--seconds S] [--connections N] [--repetitions R] [--kakin PATH]
                kakin-bench metrics [--customers N] [--rebuild] [--repetitions R] [--kakin PATH]
@@ -38,7 +38,7 @@ struct BenchOptions {
         """
 
     enum Command: String {
-        case verify, units, purchases, play, grants, reads, history, notifications, events, all, postgres, metrics
+        case verify, units, budget, purchases, play, grants, reads, history, notifications, events, all, postgres, metrics
         case `import`
         case crashTest = "crash-test"
     }

@@ -25,15 +25,17 @@ final class KakinServerProcess {
         self.log = log
     }
 
-    static func start(kakin: URL, config: URL, log: URL) throws -> KakinServerProcess {
-        try start(kakin: kakin, arguments: ["serve", "--config", config.path], log: log)
+    /// `environment`: variables added to this process's (the budget's statement profile).
+    static func start(kakin: URL, config: URL, log: URL, environment: [String: String] = [:]) throws -> KakinServerProcess {
+        try start(kakin: kakin, arguments: ["serve", "--config", config.path], log: log, environment: environment)
     }
 
     /// `kakin ARGUMENTS…` (a `serve` that logs "kakin listening"), e.g. local mode: `serve --port 0 --database sqlite:…`.
-    static func start(kakin: URL, arguments: [String], log: URL) throws -> KakinServerProcess {
+    static func start(kakin: URL, arguments: [String], log: URL, environment: [String: String] = [:]) throws -> KakinServerProcess {
         let process = Process()
         process.executableURL = kakin
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let logHandle = try Subprocess.newFile(log)
         process.standardOutput = logHandle
         process.standardError = logHandle

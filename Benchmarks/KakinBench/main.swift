@@ -10,6 +10,7 @@ signal(SIGPIPE, SIG_IGN)  // a server that went away must surface as a failed se
 let benchmarks: [(command: BenchOptions.Command, run: (BenchWorkspace, BenchOptions) throws -> BenchResult)] = [
     (.verify, VerifyBenchmark.run),
     (.units, UnitsBenchmark.run),
+    (.budget, BudgetBenchmark.run),
     (.purchases, PurchasesBenchmark.run),
     (.play, PlayPurchasesBenchmark.run),
     (.grants, GrantsBenchmark.run),

@@ -32,13 +32,15 @@ final class SQLiteHandle: SQLConnection {
     /// Read by the authorizer: only the engine's own statements may control transactions.
     fileprivate var allowsTransactionControl = false
     fileprivate var deniedTransactionControl = false
+    /// Benchmarks only (`KAKIN_SQLITE_STATEMENT_PROFILE`); nil, and nothing installed, otherwise.
+    private var profile: SQLiteStatementProfile?
 
     /// Process-wide settings, applied before the first connection opens.
     private static let processSettings: Void = {
         _ = kakin_sqlite_disable_memory_statistics()
     }()
 
-    init(path: String, role: Role, options: SQLiteDatabase.Options) throws {
+    init(path: String, role: Role, options: SQLiteDatabase.Options, profileFile: String? = SQLiteStatementProfile.environmentFile) throws {
         Self.processSettings
         statementsCachedMax = options.statementsCachedMax
         queryRowsMax = options.queryRowsMax
@@ -78,6 +80,8 @@ final class SQLiteHandle: SQLConnection {
         // 64 MiB of page cache per connection (SQLite's default is 2 MiB): re-reading pages is a syscall each.
         try execute("PRAGMA cache_size = -65536", [])
         work = SQLWorkCounts()  // opening is not the work counted
+        // After the settings, so that the first statement profiled runs on the connection's own thread.
+        profile = profileFile.map { SQLiteStatementProfile(file: $0, db: pointer, connection: role.name) }
     }
 
     deinit { close() }
@@ -85,6 +89,8 @@ final class SQLiteHandle: SQLConnection {
     /// Finalizes every statement and closes the connection. Idempotent.
     func close() {
         guard let db else { return }
+        profile?.close()
+        profile = nil
         for statement in statements.values { sqlite3_finalize(statement.pointer) }
         for statement in engineStatements.values { sqlite3_finalize(statement) }
         statements = [:]
