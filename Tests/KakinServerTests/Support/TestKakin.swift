@@ -142,7 +142,10 @@ final class TestKakin: Sendable {
     static let session: URLSession = {
         let c = URLSessionConfiguration.ephemeral
         c.httpMaximumConnectionsPerHost = 64
-        c.timeoutIntervalForRequest = 30
+        // How long a request waits for its answer's next bytes: a guard against a hang, not a speed check (each test
+        // has its time limit). 30 s was too short in the full suite on 2 cores: a 10,000-customer import's report and
+        // ledger check, under a second alone, timed out there twice (ImportTests, 2026-12-05).
+        c.timeoutIntervalForRequest = 180
         return URLSession(configuration: c)
     }()
 
