@@ -1,4 +1,5 @@
 internal import CSQLite
+internal import Glibc
 import KakinStorage
 
 /// One SQLite connection with its prepared-statement cache.
@@ -249,6 +250,17 @@ final class SQLiteHandle: SQLConnection {
                 hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.suffix(Self.sampledBytes)))
             }
             if sampled == nil { hasher.combine(sql) }
+        }
+
+        /// Byte for byte, as the hash reads it (`String`'s `==` is canonical equivalence: two spellings of one
+        /// non-ASCII text would be equal with different hashes).
+        static func == (a: Self, b: Self) -> Bool {
+            let (x, y) = (a.sql.utf8, b.sql.utf8)
+            guard x.count == y.count else { return false }
+            let same = x.withContiguousStorageIfAvailable { l in
+                y.withContiguousStorageIfAvailable { r in l.count == 0 || memcmp(l.baseAddress!, r.baseAddress!, l.count) == 0 }
+            }
+            return (same ?? nil) ?? x.elementsEqual(y)
         }
     }
 
