@@ -2,6 +2,7 @@ import Foundation
 import KakinCore
 import KakinEvents
 import KakinSQLite
+import KakinStorage
 
 #if canImport(Glibc)
     import Glibc
@@ -91,11 +92,14 @@ enum BudgetBenchmark {
             Row(what: "the event's JSON (as a grant's)", count: 1, seconds: eventJSON),
         ]))
 
-        let reads = try profiled(workspace, "reads", options, seed: { try ReadsBenchmark.seedCustomers(port: $0.port) }) { server, _ in
-            let measured = try server.customerReads("", ["\(ReadsBenchmark.customers)"], options, workspace)
+        // The goal's status read: the history figure's first-month customers, 3 subscriptions each.
+        let reads = try profiled(workspace, "status", options, products: BenchAppStore.productsWithSubscriptionsJSON, seed: {
+            try StatusHistoryBenchmark.seed(workspace, port: $0.port, first: 0, months: 1, ledgerEntries: 0)
+        }) { server, _ in
+            let measured = try server.customerReads("", ["\(StatusHistoryBenchmark.customers)", "", "0"], options, workspace)
             return (measured.run.requests, measured.cpuPerRequest * Double(measured.run.requests))
         }
-        result.append(budget("status read (one grant each)", reads, []))
+        result.append(budget("status read (3 subscriptions in their first month)", reads, try statusUnits(workspace.file("budget-status.db"))))
         result.append(budget("webhook delivery (replayed grants' events)", try deliveries(workspace, options), [], edge: false))
         return result
     }
@@ -125,6 +129,47 @@ enum BudgetBenchmark {
         }
     }
 
+    /// A status read's own work besides its statement, timed here on a customer's status inputs as the server read them
+    /// (from its database, once it stopped): each stored row's fields decoded, the status engine, the answer written.
+    static func statusUnits(_ database: URL) throws -> [Row] {
+        let catalog = try Catalog(contractJSON: BenchAppStore.productsWithSubscriptionsJSON)
+        let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
+        let snapshot = try blocking { () async throws -> CustomerSnapshot? in
+            let store = KakinStore(database: try SQLiteDatabase(path: database.path), ids: MetricsBenchmark.BenchIDs(),
+                                   clock: MetricsBenchmark.FixedClock(ms: nowMs))
+            return try await store.customerStatusInputs("bench-0")
+        }
+        guard let snapshot, !snapshot.history.transactions.isEmpty, !snapshot.history.renewalInfos.isEmpty else {
+            throw SubprocessFailure(description: "budget: bench-0 has no stored subscriptions in \(database.path)")
+        }
+        let transactions = snapshot.history.transactions.map(StoredStatusFields.json(of:))
+        let renewalInfos = snapshot.history.renewalInfos.map(StoredStatusFields.json(of:))
+        let decodeTransaction = UnitsBenchmark.timedOnThisThread(unitRepetitions) { n in
+            _ = StoredStatusFields.transaction(transactions[n % transactions.count])
+        }
+        let decodeRenewalInfo = UnitsBenchmark.timedOnThisThread(unitRepetitions) { n in
+            _ = StoredStatusFields.renewalInfo(renewalInfos[n % renewalInfos.count])
+        }
+        let engine = UnitsBenchmark.timedOnThisThread(unitRepetitions) { _ in
+            _ = StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: nowMs)
+        }
+        let status = StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: nowMs)
+        func answer() -> [UInt8] {
+            status.answerJSON(customerId: snapshot.customer.customerId, appAccountToken: snapshot.customer.appAccountToken,
+                              wallet: snapshot.wallet, version: snapshot.version, consentRescindedAtMs: snapshot.customer.consentRescindedAtMs)
+        }
+        let written = UnitsBenchmark.timedOnThisThread(unitRepetitions) { _ in _ = answer() }
+        let average = { (rows: [String]) in rows.map(\.utf8.count).reduce(0, +) / rows.count }
+        return [
+            Row(what: "decoding a stored transaction's status fields (StoredStatusFields, \(average(transactions)) bytes)",
+                count: Double(transactions.count), seconds: decodeTransaction),
+            Row(what: "decoding a stored renewal info's status fields (\(average(renewalInfos)) bytes)", count: Double(renewalInfos.count),
+                seconds: decodeRenewalInfo),
+            Row(what: "the status engine (StatusEngine.evaluate of those, \(status.subscriptions.count) subscriptions)", count: 1, seconds: engine),
+            Row(what: "writing the answer (CustomerStatus.answerJSON, \(answer().count) bytes)", count: 1, seconds: written),
+        ]
+    }
+
     // MARK: Running a path
 
     /// `load` on a server started with the statement profile (after `/healthz` for the edge's unit), measuring its
@@ -139,10 +184,10 @@ enum BudgetBenchmark {
 
     /// The same, after `seed` ran on a server of its own (not profiled) on the same database.
     static func profiled<Seed>(_ workspace: BenchWorkspace, _ name: String, _ options: BenchOptions, webhookURL: String? = nil,
-                               seed: (KakinServerProcess) throws -> Seed,
+                               products: JSONValue = BenchAppStore.productsJSON, seed: (KakinServerProcess) throws -> Seed,
                                load: (KakinServerProcess, Seed) throws -> (Int, Double),
                                after: (KakinServerProcess) throws -> Void = { _ in }) throws -> PathRun {
-        let (config, _) = try EventsBenchmark.writeConfig(workspace, "budget-\(name)", webhookURL: webhookURL)
+        let (config, _) = try EventsBenchmark.writeConfig(workspace, "budget-\(name)", webhookURL: webhookURL, products: products)
         let seeder = try KakinServerProcess.start(kakin: workspace.kakin, config: config, log: workspace.file("budget-\(name)-seed.log"))
         let seeded: Seed
         do {

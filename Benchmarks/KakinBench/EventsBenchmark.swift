@@ -64,8 +64,9 @@ enum EventsBenchmark {
     }
 
     /// `NAME.json` as the other figures write it, plus `events` with the one webhook when `webhookURL` is given.
-    static func writeConfig(_ workspace: BenchWorkspace, _ name: String, webhookURL: String?) throws -> (config: URL, database: URL) {
-        let (config, database) = try workspace.writeConfig(name)
+    static func writeConfig(_ workspace: BenchWorkspace, _ name: String, webhookURL: String?,
+                            products: JSONValue = BenchAppStore.productsJSON) throws -> (config: URL, database: URL) {
+        let (config, database) = try workspace.writeConfig(name, products: products)
         guard let webhookURL else { return (config, database) }
         guard case .object(var o) = try JSONParser.parse([UInt8](try Data(contentsOf: config))) else {
             throw SubprocessFailure(description: "unexpected config \(config.path)")

@@ -153,22 +153,32 @@ public struct Product: Sendable, Hashable {
 
 public struct Catalog: Sendable, Hashable {
     public private(set) var products: [String: Product]
+    /// Each group's products, sorted by id: derived from `products` whenever they change, since every status read asks
+    /// (the eligibility of each group, the plan changes of each subscription).
+    private var productsByGroup: [String: [Product]] = [:]
+    /// The groups, sorted.
+    public private(set) var groupIds: [String] = []
 
     public init(_ products: [Product] = []) {
         self.products = Dictionary(products.map { ($0.productId, $0) }, uniquingKeysWith: { _, last in last })
+        indexGroups()
     }
 
     public subscript(productId: String) -> Product? { products[productId] }
 
     /// Adds or replaces products (the config's `products` override a `.storekit` file's entries field by field
     /// at the caller; here a whole product replaces another).
-    public mutating func upsert(_ product: Product) { products[product.productId] = product }
+    public mutating func upsert(_ product: Product) {
+        products[product.productId] = product
+        indexGroups()
+    }
 
     public var sortedProducts: [Product] { products.values.sorted { $0.productId < $1.productId } }
 
-    public func products(inGroup groupId: String) -> [Product] {
-        products.values.filter { $0.groupId == groupId }.sorted { $0.productId < $1.productId }
-    }
+    public func products(inGroup groupId: String) -> [Product] { productsByGroup[groupId] ?? [] }
 
-    public var groupIds: [String] { Set(products.values.compactMap(\.groupId)).sorted() }
+    private mutating func indexGroups() {
+        productsByGroup = Dictionary(grouping: sortedProducts.filter { $0.groupId != nil }, by: { $0.groupId! })
+        groupIds = productsByGroup.keys.sorted()
+    }
 }

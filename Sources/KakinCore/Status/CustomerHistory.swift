@@ -16,19 +16,11 @@ public struct CustomerHistory: Sendable, Hashable {
     /// The newest signed copy of each `transactionId` and of each instance's renewal info (`NewestCopy`, the rule
     /// the stored copies follow too), sorted by id.
     public func deduplicated() -> CustomerHistory {
-        var newestTransaction: [String: TransactionPayload] = [:]
-        for t in transactions {
-            if let kept = newestTransaction[t.transactionId], !NewestCopy.isNewer(t.signedDate, t.raw, than: kept.signedDate, kept.raw) {
-                continue
-            }
-            newestTransaction[t.transactionId] = t
+        let transactions = Self.newestCopies(transactions, id: \.transactionId) {
+            NewestCopy.isNewer($0.signedDate, $0.raw, than: $1.signedDate, $1.raw)
         }
-        var newestRenewal: [String: RenewalInfoPayload] = [:]
-        for r in renewalInfos {
-            if let kept = newestRenewal[r.originalTransactionId], !NewestCopy.isNewer(r.signedDate, r.raw, than: kept.signedDate, kept.raw) {
-                continue
-            }
-            newestRenewal[r.originalTransactionId] = r
+        let renewalInfos = Self.newestCopies(renewalInfos, id: \.originalTransactionId) {
+            NewestCopy.isNewer($0.signedDate, $0.raw, than: $1.signedDate, $1.raw)
         }
         var external: [String: ExternalEntitlement] = [:]
         for e in self.external {
@@ -36,10 +28,36 @@ public struct CustomerHistory: Sendable, Hashable {
             if let kept = external[key], kept.json.jsonString >= e.json.jsonString { continue }
             external[key] = e
         }
-        return CustomerHistory(
-            transactions: newestTransaction.values.sorted { StatusOrder.idLess($0.transactionId, $1.transactionId) },
-            renewalInfos: newestRenewal.values.sorted { StatusOrder.idLess($0.originalTransactionId, $1.originalTransactionId) },
-            external: external.values.sorted { ($0.source, $0.id) < ($1.source, $1.id) })
+        return CustomerHistory(transactions: transactions, renewalInfos: renewalInfos,
+                               external: external.values.sorted { ($0.source, $0.id) < ($1.source, $1.id) })
+    }
+
+    /// `deduplicated()` as a set: when no id repeats (a status read's inputs, one stored copy each), this history as it
+    /// is, nothing copied or sorted. The engine's result never depends on the order of distinct copies.
+    func distinct() -> CustomerHistory {
+        func distinct(_ ids: [String]) -> Bool { Set(ids).count == ids.count }
+        guard external.isEmpty, distinct(transactions.map(\.transactionId)), distinct(renewalInfos.map(\.originalTransactionId)) else {
+            return deduplicated()
+        }
+        return self
+    }
+
+    /// The newest of the copies of each id, sorted by id. Sorts indices, not the copies (a payload is a large value,
+    /// and a status read deduplicates on every read), then copies each kept one once.
+    static func newestCopies<Payload>(_ copies: [Payload], id: (Payload) -> String, isNewer: (Payload, Payload) -> Bool) -> [Payload] {
+        let ids = copies.map(id)
+        let order = copies.indices.sorted { a, b in
+            if ids[a] != ids[b] { return StatusOrder.idLess(ids[a], ids[b]) }
+            return isNewer(copies[a], copies[b])
+        }
+        var kept: [Payload] = []
+        kept.reserveCapacity(order.count)
+        var keptId: String?
+        for index in order where ids[index] != keptId {
+            keptId = ids[index]
+            kept.append(copies[index])
+        }
+        return kept
     }
 }
 

@@ -28,6 +28,16 @@ public struct NonConsumableOwnership: Sendable, Hashable {
         ["productId": .string(productId), "transactionId": .string(transactionId), "ownership": .string(ownership.contractName),
          "source": .string(source)]
     }
+
+    /// `json`, written straight to bytes.
+    func write(to w: inout JSONBytesWriter) {
+        w.object { w in
+            w.member("ownership", ownership.contractName)
+            w.member("productId", productId)
+            w.member("source", source)
+            w.member("transactionId", transactionId)
+        }
+    }
 }
 
 /// A non-renewing subscription product: Apple sends no expiry, so each purchase lasts the catalog's
@@ -49,6 +59,16 @@ public struct NonRenewingStatus: Sendable, Hashable {
 
     public var json: JSONValue {
         ["productId": .string(productId), "expiresAt": Timestamp.rfc3339(expiresAtMs), "active": .bool(active), "source": .string(source)]
+    }
+
+    /// `json`, written straight to bytes.
+    func write(to w: inout JSONBytesWriter) {
+        w.object { w in
+            w.member("active", active)
+            w.member("expiresAt", timestamp: expiresAtMs)
+            w.member("productId", productId)
+            w.member("source", source)
+        }
     }
 }
 
@@ -116,5 +136,43 @@ public struct CustomerStatus: Sendable, Hashable {
             "wallet": wallet.json,
             "eligibility": ["introductoryOffer": .object(introductoryOfferEligibility.mapValues { .bool($0) })],
         ]
+    }
+
+    /// The answer of `GET /v1/customers/{customerId}`, written straight to bytes: `json(…)` with the customer's
+    /// `version` and, once the customer rescinded consent, `consentRescinded` (`{"at": …}`), serialized, byte for byte,
+    /// without building the tree (a status read's answer; `StatusAnswerTests` compares the two on varied customers).
+    public func answerJSON(customerId: String, appAccountToken: String?, wallet: WalletBalance, version: Int64,
+                           consentRescindedAtMs: Int64?) -> [UInt8] {
+        var w = JSONBytesWriter(capacity: 512 + 512 * subscriptions.count)
+        w.object { w in
+            w.member("appAccountToken", appAccountToken)
+            if let consentRescindedAtMs {
+                w.key("consentRescinded")
+                w.object { $0.member("at", timestamp: consentRescindedAtMs) }
+            }
+            w.member("customerId", customerId)
+            w.key("eligibility")
+            w.object { w in
+                w.key("introductoryOffer")
+                w.object { w in
+                    for (group, eligible) in introductoryOfferEligibility.sorted(by: { $0.key < $1.key }) { w.member(group, eligible) }
+                }
+            }
+            w.key("nonConsumables")
+            w.array(nonConsumables) { w, n in n.write(to: &w) }
+            w.key("nonRenewing")
+            w.array(nonRenewing) { w, n in n.write(to: &w) }
+            w.member("status", status.rawValue)
+            w.key("subscriptions")
+            w.array(subscriptions) { w, s in s.write(to: &w) }
+            w.member("version", version)
+            w.key("wallet")
+            w.object { w in
+                w.member("free", wallet.free)
+                w.member("paid", wallet.paid)
+                w.member("total", wallet.total)
+            }
+        }
+        return w.bytes
     }
 }

@@ -26,27 +26,30 @@ public enum StatusEngine {
     ///   - catalog: product kinds, groups, levels, periods and non-renewing lengths.
     ///   - nowMs: the injected clock, milliseconds since the UNIX epoch.
     public static func evaluate(_ history: CustomerHistory, catalog: Catalog, nowMs: Int64) -> CustomerStatus {
-        let h = history.deduplicated()
+        let h = history.distinct()
         let groups = GroupResolver(catalog: catalog, transactions: h.transactions)
         func kind(_ t: TransactionPayload) -> ProductKind? { ProductKind(appleType: t.type) ?? catalog[t.productId]?.kind }
 
-        // Auto-renewable subscriptions, one status per instance.
-        let subscriptionTransactions = h.transactions.filter { kind($0) == .autoRenewable }
-        let renewals = Dictionary(h.renewalInfos.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
+        // Auto-renewable subscriptions, one status per instance. Indices into `h.transactions`, not copies: a payload is a
+        // large value, and this runs on every status read.
+        let all = h.transactions
+        let subscriptionTransactions = all.indices.filter { kind(all[$0]) == .autoRenewable }
+        let renewals = Dictionary(h.renewalInfos.indices.map { (h.renewalInfos[$0].originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         var subscriptions: [SubscriptionStatus] = []
         var notices: [StatusNotice] = []
-        for (originalId, transactions) in Dictionary(grouping: subscriptionTransactions, by: \.originalTransactionId) {
-            let latest = transactions.max(by: StatusOrder.purchasedBefore)!
+        for (originalId, transactions) in Dictionary(grouping: subscriptionTransactions, by: { all[$0].originalTransactionId }) {
+            let latest = all[transactions.max { StatusOrder.purchasedBefore(all[$0], all[$1]) }!]
             let groupId = groups.group(of: latest)
-                ?? transactions.sorted(by: StatusOrder.purchasedBefore).reversed().lazy.compactMap(groups.group(of:)).first
+                ?? transactions.sorted { StatusOrder.purchasedBefore(all[$0], all[$1]) }.reversed().lazy
+                .compactMap { groups.group(of: all[$0]) }.first
             var takeoverMs: Int64?
             if latest.isUpgraded, let groupId {
-                takeoverMs = subscriptionTransactions.lazy
+                takeoverMs = subscriptionTransactions.lazy.map { all[$0] }
                     .filter { $0.originalTransactionId != originalId && groups.group(of: $0) == groupId && $0.purchaseDate >= latest.purchaseDate }
                     .map(\.purchaseDate).min()
             }
             let status = SubscriptionStatus.evaluate(
-                transactions: transactions, renewalInfo: renewals[originalId], groupId: groupId,
+                latest: latest, renewalInfo: renewals[originalId].map { h.renewalInfos[$0] }, groupId: groupId,
                 takeoverMs: takeoverMs, nowMs: nowMs)
             subscriptions.append(status)
             notices += changeNotices(status, latest: latest, catalog: catalog)

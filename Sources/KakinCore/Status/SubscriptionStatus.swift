@@ -116,22 +116,63 @@ public struct SubscriptionStatus: Sendable, Hashable {
         if let purchaseToken { o["purchaseToken"] = .string(purchaseToken) }
         return .object(o)
     }
+
+    /// `json`, written straight to bytes (members in key order).
+    func write(to w: inout JSONBytesWriter) {
+        w.object { w in
+            w.member("autoRenewProductId", autoRenewProductId)
+            if let commitment {
+                w.key("commitment")
+                commitment.write(to: &w)
+            }
+            w.key("eligibleWinBackOfferIds")
+            w.array(eligibleWinBackOfferIds) { w, id in w.string(id) }
+            w.member("expirationReason", expirationReason?.rawValue)
+            w.member("expiresAt", timestamp: expiresAtMs)
+            w.member("gracePeriodExpiresAt", timestamp: gracePeriodExpiresAtMs)
+            w.member("groupId", groupId)
+            w.key("offer")
+            if let offer {
+                w.object { w in
+                    w.member("id", offer.id)
+                    w.member("type", offer.type.contractName)
+                }
+            } else {
+                w.string(nil)
+            }
+            w.member("originalTransactionId", originalTransactionId)
+            w.member("ownership", ownership.contractName)
+            w.key("pendingOffer")
+            if let pendingOffer {
+                w.object { w in
+                    w.member("id", pendingOffer.id)
+                    w.member("period", pendingOffer.period)
+                    w.member("type", pendingOffer.type.contractName)
+                }
+            } else {
+                w.string(nil)
+            }
+            w.member("productId", productId)
+            if let purchaseToken { w.member("purchaseToken", purchaseToken) }
+            w.member("source", source)
+            w.member("state", state.rawValue)
+            w.member("willAutoRenew", willAutoRenew)
+        }
+    }
 }
 
 extension SubscriptionStatus {
     /// Evaluates one instance (reference §7): everything comes from its latest transaction and latest renewal
     /// info, never from the largest `expiresDate` in history.
     /// - Parameters:
-    ///   - transactions: the instance's deduplicated transactions (not empty).
+    ///   - latest: the instance's latest transaction (newest `purchaseDate`, `StatusOrder.purchasedBefore`).
     ///   - renewalInfo: its newest renewal info, if any; without one the instance is judged by dates alone.
     ///   - groupId: the resolved group.
     ///   - takeoverMs: when the latest transaction is `isUpgraded`, the purchase time of the group's transaction
     ///     (on another instance) that replaced it, if known.
     ///   - nowMs: the injected clock.
-    static func evaluate(transactions: [TransactionPayload], renewalInfo: RenewalInfoPayload?, groupId: String?,
+    static func evaluate(latest: TransactionPayload, renewalInfo: RenewalInfoPayload?, groupId: String?,
                          takeoverMs: Int64?, nowMs: Int64) -> SubscriptionStatus {
-        precondition(!transactions.isEmpty, "an instance has at least one transaction")
-        let latest = transactions.max(by: StatusOrder.purchasedBefore)!
         var status = SubscriptionStatus(
             groupId: groupId, productId: latest.productId, originalTransactionId: latest.originalTransactionId,
             latestTransactionId: latest.transactionId, state: .expired, expiresAtMs: latest.expiresDate,
@@ -232,6 +273,17 @@ public struct StatusCommitment: Sendable, Hashable {
     public var json: JSONValue {
         ["billingPeriod": .int(Int64(billingPeriod)), "totalBillingPeriods": .int(Int64(totalBillingPeriods)),
          "endsAt": Timestamp.rfc3339(endsAtMs), "price": .int(priceMilli), "willRenew": .bool(willRenew)]
+    }
+
+    /// `json`, written straight to bytes.
+    func write(to w: inout JSONBytesWriter) {
+        w.object { w in
+            w.member("billingPeriod", Int64(billingPeriod))
+            w.member("endsAt", timestamp: endsAtMs)
+            w.member("price", priceMilli)
+            w.member("totalBillingPeriods", Int64(totalBillingPeriods))
+            w.member("willRenew", willRenew)
+        }
     }
 
     /// What a transaction says of its commitment: present only for `billingPlanType` `MONTHLY` with a

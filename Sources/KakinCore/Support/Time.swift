@@ -10,6 +10,14 @@ public enum Timestamp {
     /// Total over every `Int64`: years 0000–9999 as RFC 3339 has them; beyond (dates Apple never signs, but a
     /// payload or a request may carry) ISO 8601's expanded years, `+10000-…` and `-0001-…`, never a trap.
     public static func rfc3339(_ ms: Int64) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        writeRFC3339(ms, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `rfc3339(ms)`'s UTF-8, appended to `out` (no `String` built: a status answer writes several).
+    public static func writeRFC3339(_ ms: Int64, into out: inout [UInt8]) {
         let dayMs: Int64 = 86_400_000
         let days = floorDiv(ms, dayMs)
         // `ms - days * dayMs` overflows near Int64.min; the remainder never does.
@@ -22,10 +30,23 @@ public enum Timestamp {
         rest -= mm * 60_000
         let ss = rest / 1000
         let frac = rest - ss * 1000
-        let year = (0...9999).contains(y) ? pad(y, 4) : (y < 0 ? "-" : "+") + pad(Int(y.magnitude), 4)
-        var s = year + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(Int(hh), 2) + ":" + pad(Int(mm), 2) + ":" + pad(Int(ss), 2)
-        if frac != 0 { s += "." + pad(Int(frac), 3) }
-        return s + "Z"
+        if !(0...9999).contains(y) { out.append(UInt8(ascii: y < 0 ? "-" : "+")) }
+        pad(Int(y.magnitude), 4, &out)
+        out.append(UInt8(ascii: "-"))
+        pad(m, 2, &out)
+        out.append(UInt8(ascii: "-"))
+        pad(d, 2, &out)
+        out.append(UInt8(ascii: "T"))
+        pad(Int(hh), 2, &out)
+        out.append(UInt8(ascii: ":"))
+        pad(Int(mm), 2, &out)
+        out.append(UInt8(ascii: ":"))
+        pad(Int(ss), 2, &out)
+        if frac != 0 {
+            out.append(UInt8(ascii: "."))
+            pad(Int(frac), 3, &out)
+        }
+        out.append(UInt8(ascii: "Z"))
     }
 
     public static func rfc3339(_ ms: Int64?) -> JSONValue { ms.map { .string(rfc3339($0)) } ?? .null }
@@ -62,8 +83,19 @@ public enum Timestamp {
         return day + Int64(h) * 3_600_000 + Int64(mi) * 60_000 + Int64(sec) * 1000 + ms
     }
 
-    static func pad(_ v: Int, _ width: Int) -> String {
-        let s = String(v)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    /// `v` (not negative) in decimal, zero-padded to `width` digits at least.
+    static func pad(_ v: Int, _ width: Int, _ out: inout [UInt8]) {
+        precondition(v >= 0, "a padded field is not negative")
+        var digits = 1, power = 10
+        while digits < 19, v >= power { digits += 1; power &*= 10 }
+        for _ in digits..<max(digits, width) { out.append(UInt8(ascii: "0")) }
+        var divisor = 1
+        for _ in 1..<digits { divisor *= 10 }
+        var rest = v
+        while divisor > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 }

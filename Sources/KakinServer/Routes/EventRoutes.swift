@@ -75,7 +75,7 @@ extension WebhookDeliveryRow {
 }
 
 extension HTTPResponse {
-    /// A JSON body already serialized (the feed's stored events are served as they were written).
+    /// A JSON body already serialized (the feed's stored events as they were written, a status read's answer written straight to bytes).
     static func jsonBytes(_ body: [UInt8], status: Int = 200) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json; charset=utf-8")

@@ -106,7 +106,7 @@ extension KakinApp {
         } else {
             try await services.appStoreSync.restore(customerId: c.customerId, transactionId: transactionId)
         }
-        return .json(try await services.statusReads.status(c.customerId).json, status: 200)
+        return .jsonBytes(try await services.statusReads.status(c.customerId).answerJSON)
     }
 
     func appReceiptField(_ body: StrictObject) throws(KakinError) -> String {

@@ -15,7 +15,7 @@ extension KakinApp {
 
         // Customers, purchases, restore (PurchaseRoutes.swift)
         r.add("GET", "/v1/customers/{customerId}", .customer) { [unowned self] c throws(KakinError) in
-            .json(try await services.statusReads.status(c.customerId).json, status: 200)
+            .jsonBytes(try await services.statusReads.status(c.customerId).answerJSON)
         }
         r.add("POST", "/v1/customers/{customerId}/transactions", .customer) { [unowned self] c throws(KakinError) in try await postTransaction(c) }
         r.add("POST", "/v1/customers/{customerId}/restore", .customer) { [unowned self] c throws(KakinError) in try await postRestore(c) }

@@ -26,6 +26,12 @@ public struct EvaluatedCustomer: Sendable {
         o["version"] = .int(version)
         return ConsentStatus.adding(customer, to: .object(o))
     }
+
+    /// `json` serialized, written without building it (what a status read answers).
+    public var answerJSON: [UInt8] {
+        status.answerJSON(customerId: customer.customerId, appAccountToken: customer.appAccountToken, wallet: wallet, version: version,
+                          consentRescindedAtMs: customer.consentRescindedAtMs)
+    }
 }
 
 /// Status reads: a bounded handful of rows (the customer's status inputs, whose decoded fields were stored at
