@@ -84,9 +84,9 @@ import Testing
     static let secret = "whsec_cli_0123456789abcdef"
 
     /// Runs the built `kakin` with `arguments`; its exit code, standard output and standard error.
-    func kakin(_ arguments: [String], in directory: URL) async throws -> (status: Int32, out: String, err: String) {
+    func kakin(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) async throws -> (status: Int32, out: String, err: String) {
         let out = directory.appendingPathComponent("out-\(UUID().uuidString)"), err = directory.appendingPathComponent("err-\(UUID().uuidString)")
-        let child = try ChildProcess.spawn(try KakinProcesses.binary.path, arguments, output: out.path, errors: err.path)
+        let child = try ChildProcess.spawn(try KakinProcesses.binary.path, arguments, output: out.path, errors: err.path, environment: environment)
         let status = await child.exit()
         return (status, (try? String(contentsOf: out, encoding: .utf8)) ?? "", (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
@@ -140,7 +140,9 @@ import Testing
     @Test func replayQueuesAnEndpointsEventsAgainAgainstTheDatabase() async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        setenv("KAKIN_TEST_REPLAY_SECRET", Self.secret, 1)
+        // The secret goes in the children's environment, never `setenv` here: the test process runs other tests' children
+        // at the same time, and `setenv` moving `environ` under a concurrent `Process.run()` crashed the suite once.
+        let env = ["KAKIN_TEST_REPLAY_SECRET": Self.secret]
         let database = dir.appendingPathComponent("kakin.db").path
         let config = dir.appendingPathComponent("kakin.json")
         try Data(#"""
@@ -157,15 +159,15 @@ import Testing
         }
         await db.close()
 
-        let since = try await kakin(["events", "replay", "--config", config.path, "--webhook", "backend", "--since", "2026-09-21T00:00:00Z"], in: dir)
+        let since = try await kakin(["events", "replay", "--config", config.path, "--webhook", "backend", "--since", "2026-09-21T00:00:00Z"], in: dir, environment: env)
         #expect(since.status == 0, "\(since.err)")
         #expect(since.out == #"{"queued": 2}"# + "\n")
-        let named = try await kakin(["events", "replay", "--config", config.path, "--webhook", "backend", "--event", events[2].id, "--event", "evt_gone"], in: dir)
+        let named = try await kakin(["events", "replay", "--config", config.path, "--webhook", "backend", "--event", events[2].id, "--event", "evt_gone"], in: dir, environment: env)
         #expect(named.out == #"{"queued": 1}"# + "\n")
-        #expect(try await kakin(["events", "replay", "--config", config.path, "--webhook", "nope", "--since", "2026-09-21T00:00:00Z"], in: dir).status == 2)
+        #expect(try await kakin(["events", "replay", "--config", config.path, "--webhook", "nope", "--since", "2026-09-21T00:00:00Z"], in: dir, environment: env).status == 2)
         #expect(try await kakin(["events", "replay", "--config", config.path, "--webhook", "backend", "--since", "2026-09-21T00:00:00Z",
-                                 "--event", "evt_1"], in: dir).status == 2)
-        #expect(try await kakin(["events", "replay", "--config", config.path, "--webhook", "backend", "--since", "yesterday"], in: dir).status == 2)
+                                 "--event", "evt_1"], in: dir, environment: env).status == 2)
+        #expect(try await kakin(["events", "replay", "--config", config.path, "--webhook", "backend", "--since", "yesterday"], in: dir, environment: env).status == 2)
 
         let check = try SQLiteDatabase(path: database)
         let pending = try await KakinStore(database: check, ids: RandomIDGenerator(), clock: SystemClock())
