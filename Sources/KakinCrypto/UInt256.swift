@@ -54,12 +54,12 @@ struct UInt256: Equatable {
         return borrow
     }
 
-    /// self >> 1, with `top` as the new bit 255 (the carry of an addition before it).
-    @inline(__always) mutating func halve(top: Bool = false) {
-        l0 = l0 >> 1 | l1 << 63
-        l1 = l1 >> 1 | l2 << 63
-        l2 = l2 >> 1 | l3 << 63
-        l3 = l3 >> 1 | (top ? 1 << 63 : 0)
+    /// self >> k for 0 < k < 64.
+    @inline(__always) mutating func shiftRight(_ k: Int) {
+        l0 = l0 &>> k | l1 &<< (64 - k)
+        l1 = l1 &>> k | l2 &<< (64 - k)
+        l2 = l2 &>> k | l3 &<< (64 - k)
+        l3 = l3 &>> k
     }
 
     @inline(__always) private static func adding(_ a: UInt64, _ b: UInt64, _ carry: Bool) -> (UInt64, Bool) {
@@ -75,16 +75,15 @@ struct UInt256: Equatable {
     }
 
     /// a⁻¹ mod p for an odd prime p and 0 < a < p, by the binary extended Euclidean algorithm (Hankerson, Menezes,
-    /// Vanstone, "Guide to Elliptic Curve Cryptography", Algorithm 2.22), x₁ and x₂ kept in [0, p). Variable time: only
-    /// public values (a signature's s) go through it.
+    /// Vanstone, "Guide to Elliptic Curve Cryptography", Algorithm 2.22), x₁ and x₂ kept in [0, p), each run of trailing
+    /// zeros divided out at once. Variable time: only public values (a signature's s) go through it.
     static func inverse(_ a: UInt256, modulo p: UInt256) -> UInt256 {
         precondition(!p.isEven && !a.isZero && a < p, "0 < a < p, p odd")
+        // p⁻¹ mod 2⁶⁴ by Newton's iteration: p·p ≡ 1 (mod 8), and each step doubles the bits that are right.
+        var pInverse = p.l0
+        for _ in 0..<5 { pInverse = pInverse &* (2 &- p.l0 &* pInverse) }
         var u = a, v = p
         var x1 = UInt256(1), x2 = UInt256(0)
-        /// x / 2 mod p: x + p is even when x is odd, and below 2p < 2²⁵⁷ (the carry is its bit 256).
-        func halve(_ x: inout UInt256) {
-            if x.isEven { x.halve() } else { x.halve(top: x.add(p)) }
-        }
         /// x − y mod p for x, y in [0, p).
         func subtract(_ x: inout UInt256, _ y: UInt256) {
             if x.subtract(y) { _ = x.add(p) }
@@ -92,12 +91,14 @@ struct UInt256: Equatable {
         // gcd(u, v) = 1 throughout, so neither reaches 0 before one of them is 1.
         while !u.isOne && !v.isOne {
             while u.isEven {
-                u.halve()
-                halve(&x1)
+                let k = min(u.l0.trailingZeroBitCount, 63)
+                u.shiftRight(k)
+                divide(&x1, byTwoToThe: k, p, pInverse)
             }
             while v.isEven {
-                v.halve()
-                halve(&x2)
+                let k = min(v.l0.trailingZeroBitCount, 63)
+                v.shiftRight(k)
+                divide(&x2, byTwoToThe: k, p, pInverse)
             }
             if u < v {
                 _ = v.subtract(u)
@@ -108,5 +109,23 @@ struct UInt256: Equatable {
             }
         }
         return u.isOne ? x1 : x2
+    }
+
+    /// x / 2ᵏ mod p for x in [0, p), 0 < k < 64: x + m·p with m ≡ −x·p⁻¹ (mod 2ᵏ), m < 2ᵏ, is a multiple of 2ᵏ below
+    /// 2ᵏ·p, so its k-bit shift is the answer, already below p.
+    @inline(__always) private static func divide(_ x: inout UInt256, byTwoToThe k: Int, _ p: UInt256, _ pInverse: UInt64) {
+        let m = (0 &- x.l0 &* pInverse) & (UInt64.max &>> (64 - k))
+        var carry: UInt64 = 0
+        /// limb + m·pLimb + carry < 2¹²⁸: its high half is the next carry.
+        func multiplyAdd(_ limb: UInt64, _ pLimb: UInt64) -> UInt64 {
+            let (high, low) = m.multipliedFullWidth(by: pLimb)
+            let (sum, first) = low.addingReportingOverflow(limb)
+            let (total, second) = sum.addingReportingOverflow(carry)
+            carry = high &+ (first ? 1 : 0) &+ (second ? 1 : 0)
+            return total
+        }
+        let a0 = multiplyAdd(x.l0, p.l0), a1 = multiplyAdd(x.l1, p.l1), a2 = multiplyAdd(x.l2, p.l2)
+        let a3 = multiplyAdd(x.l3, p.l3)
+        x = UInt256(a0 &>> k | a1 &<< (64 - k), a1 &>> k | a2 &<< (64 - k), a2 &>> k | a3 &<< (64 - k), a3 &>> k | carry &<< (64 - k))
     }
 }
