@@ -22,11 +22,41 @@ public enum Timestamp {
         rest -= mm * 60_000
         let ss = rest / 1000
         let frac = rest - ss * 1000
-        let year = (0...9999).contains(y) ? pad(y, 4) : (y < 0 ? "-" : "+") + pad(Int(y.magnitude), 4)
-        var s = year + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(Int(hh), 2) + ":" + pad(Int(mm), 2) + ":" + pad(Int(ss), 2)
-        if frac != 0 { s += "." + pad(Int(frac), 3) }
-        return s + "Z"
+        // Written into one buffer (a string per field was most of its cost): sign, year, then 21 bytes at most.
+        return String(unsafeUninitializedCapacity: rfc3339BytesMax) { out in
+            var n = 0
+            func put(_ byte: UInt8) {
+                out[n] = byte
+                n += 1
+            }
+            /// `value` (≥ 0) in decimal, zero-padded to `width` digits.
+            func digits(_ value: UInt, _ width: Int) {
+                var count = 1
+                var rest = value / 10
+                while rest > 0 { count += 1; rest /= 10 }
+                for _ in count..<max(count, width) { put(UInt8(ascii: "0")) }
+                var v = value
+                for i in stride(from: n + count - 1, through: n, by: -1) {
+                    out[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                    v /= 10
+                }
+                n += count
+            }
+            if !(0...9999).contains(y) { put(y < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")) }
+            digits(y.magnitude, 4)
+            put(UInt8(ascii: "-")); digits(UInt(m), 2)
+            put(UInt8(ascii: "-")); digits(UInt(d), 2)
+            put(UInt8(ascii: "T")); digits(UInt(hh), 2)
+            put(UInt8(ascii: ":")); digits(UInt(mm), 2)
+            put(UInt8(ascii: ":")); digits(UInt(ss), 2)
+            if frac != 0 { put(UInt8(ascii: ".")); digits(UInt(frac), 3) }
+            put(UInt8(ascii: "Z"))
+            return n
+        }
     }
+
+    /// The longest `rfc3339` text: a sign, `Int64`'s years (9 digits), `-MM-DDTHH:MM:SS.fffZ`.
+    static let rfc3339BytesMax = 1 + 19 + 21
 
     public static func rfc3339(_ ms: Int64?) -> JSONValue { ms.map { .string(rfc3339($0)) } ?? .null }
 
@@ -60,10 +90,5 @@ public enum Timestamp {
             return nil
         }
         return day + Int64(h) * 3_600_000 + Int64(mi) * 60_000 + Int64(sec) * 1000 + ms
-    }
-
-    static func pad(_ v: Int, _ width: Int) -> String {
-        let s = String(v)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 }
