@@ -38,6 +38,17 @@ static inline int kakin_EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx) {
     return ok;
 }
 
+/// EC_POINT_get_Jprojective_coordinates_GFp is deprecated in OpenSSL 3, and still the only way to read a point without
+/// the field inversion of its affine coordinates: `P256FixedKeyVerifier` compares x = X/Z² as X against r·Z².
+static inline int kakin_EC_POINT_get_Jprojective_coordinates(const EC_GROUP *group, const EC_POINT *point, BIGNUM *x,
+                                                             BIGNUM *z, BN_CTX *ctx) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    int ok = EC_POINT_get_Jprojective_coordinates_GFp(group, point, x, NULL, z, ctx);
+#pragma GCC diagnostic pop
+    return ok;
+}
+
 /// BIO_get_mem_data is a macro over BIO_ctrl.
 static inline long kakin_BIO_get_mem_data(BIO *bio, char **data) {
     return BIO_get_mem_data(bio, data);

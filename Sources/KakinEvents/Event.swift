@@ -32,13 +32,61 @@ public struct Event: Sendable, Hashable {
     public var bundleId: String?
     public var data: [String: JSONValue]
 
-    public var json: JSONValue {
-        .object(["id": .string(id), "type": .string(type.rawValue), "customerId": .string(customerId), "sequence": .int(sequence),
-                 "createdAt": .string(Timestamp.rfc3339(createdAtMs)), "environment": .string(environment), "bundleId": .string(bundleId),
-                 "data": .object(data)])
+    public var payload: String {
+        Self.payload(id: id, type: type, customerId: customerId, sequence: sequence, createdAt: Timestamp.rfc3339(createdAtMs),
+                     environment: environment, bundleId: bundleId, data: data, customer: nil)
     }
 
-    public var payload: String { json.jsonString }
+    /// The event's JSON written straight out, byte for byte what `JSONValue` writes for the event as one object (its keys
+    /// sorted at every level), without building that object. `customer`, when given, is `data.customer`'s JSON already
+    /// written (an append's events share one status), placed among `data`'s keys where it sorts; `data` then has none.
+    static func payload(id: String, type: EventType, customerId: String, sequence: Int64, createdAt: String, environment: String?,
+                        bundleId: String?, data: [String: JSONValue], customer: [UInt8]?) -> String {
+        precondition(customer == nil || data["customer"] == nil, "data.customer is given once")
+        var out: [UInt8] = []
+        out.reserveCapacity(Self.envelopeBytes + (customer?.count ?? 0) + 32 * data.count)
+        out.append(contentsOf: #"{"bundleId":"#.utf8)
+        JSONValue.string(bundleId).serialize(appendingTo: &out)
+        out.append(contentsOf: #","createdAt":"#.utf8)
+        JSONValue.string(createdAt).serialize(appendingTo: &out)
+        out.append(contentsOf: #","customerId":"#.utf8)
+        JSONValue.string(customerId).serialize(appendingTo: &out)
+        out.append(contentsOf: #","data":{"#.utf8)
+        var members = 0
+        func key(_ name: String) {
+            if members > 0 { out.append(UInt8(ascii: ",")) }
+            members += 1
+            JSONValue.string(name).serialize(appendingTo: &out)
+            out.append(UInt8(ascii: ":"))
+        }
+        var pendingCustomer = customer
+        for member in data.sorted(by: { $0.key < $1.key }) {
+            if let written = pendingCustomer, "customer" < member.key {
+                key("customer")
+                out.append(contentsOf: written)
+                pendingCustomer = nil
+            }
+            key(member.key)
+            member.value.serialize(appendingTo: &out)
+        }
+        if let written = pendingCustomer {
+            key("customer")
+            out.append(contentsOf: written)
+        }
+        out.append(contentsOf: #"},"environment":"#.utf8)
+        JSONValue.string(environment).serialize(appendingTo: &out)
+        out.append(contentsOf: #","id":"#.utf8)
+        JSONValue.string(id).serialize(appendingTo: &out)
+        out.append(contentsOf: #","sequence":"#.utf8)
+        JSONValue.int(sequence).serialize(appendingTo: &out)
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONValue.string(type.rawValue).serialize(appendingTo: &out)
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// An event's JSON besides its data: the keys, its ids, the timestamp (reserved at once).
+    static let envelopeBytes = 256
 
     /// Reads a stored event back (the feed and the desk hold the rows); nil when its JSON is not an event of a known type.
     public init?(payload: String) {
@@ -71,45 +119,52 @@ public enum EventOutbox {
     /// an `evt_…` id for each (a re-run body draws new ones; only the committed run's exist) and adds to `batch` the
     /// writes storing each event's JSON with `data.customer` = `customerStatus`, whose `version` is set to the customer's
     /// last sequence after this append (what `GET /v1/customers/{id}` then answers), and `statusView` (what the events
-    /// told, when it changed). No drafts: nothing is added, `[]`.
+    /// told, when it changed). The status is written to JSON once for all the drafts (`Event.payload`). No drafts:
+    /// nothing is added, `[]`.
     /// - Parameters:
     ///   - customerStatus: the customer's status after the change, as `GET /v1/customers/{id}` answers it.
     ///   - nowMs: `createdAt` (Kakin's clock: the simulator's in local mode).
-    /// - Returns: the events to be stored, in sequence order.
+    /// - Returns: the rows to be stored, in sequence order.
     @discardableResult
     public static func append(to batch: inout WriteBatch, customerId: String, lastSequence: Int64, drafts: [EventDraft],
-                              customerStatus: JSONValue, statusView: String?, nowMs: Int64, ids: any IDGenerator) -> [Event] {
+                              customerStatus: consuming JSONValue, statusView: String?, nowMs: Int64,
+                              ids: any IDGenerator) -> [OutboxEventRow] {
         if drafts.isEmpty { return [] }
         let first = lastSequence + 1
-        var status = customerStatus
-        if case .object(var o) = status {
+        if case .object(var o) = customerStatus {
+            customerStatus = .null  // `o` alone holds the members: `version` goes in without copying them
             o["version"] = .int(lastSequence + Int64(drafts.count))
-            status = .object(o)
+            customerStatus = .object(o)
         }
-        var events: [Event] = []
+        let customer = customerStatus.serialized()
+        let createdAt = Timestamp.rfc3339(nowMs)
         var rows: [OutboxEventRow] = []
+        rows.reserveCapacity(drafts.count)
         for (i, draft) in drafts.enumerated() {
-            var data = draft.data
-            data["customer"] = status
-            let event = Event(id: ids.id(prefix: "evt_"), type: draft.type, customerId: customerId, sequence: first + Int64(i),
-                              createdAtMs: nowMs, environment: draft.environment, bundleId: draft.bundleId, data: data)
-            events.append(event)
-            rows.append(OutboxEventRow(eventId: event.id, customerId: customerId, sequence: event.sequence, type: draft.type.rawValue,
-                                       createdAtMs: nowMs, environment: draft.environment, bundleId: draft.bundleId, payload: event.payload))
+            let id = ids.id(prefix: "evt_")
+            let sequence = first + Int64(i)
+            let payload = Event.payload(id: id, type: draft.type, customerId: customerId, sequence: sequence, createdAt: createdAt,
+                                        environment: draft.environment, bundleId: draft.bundleId, data: draft.data, customer: customer)
+            rows.append(OutboxEventRow(eventId: id, customerId: customerId, sequence: sequence, type: draft.type.rawValue,
+                                       createdAtMs: nowMs, environment: draft.environment, bundleId: draft.bundleId, payload: payload))
         }
         KakinStore.appendEvents(to: &batch, customerId: customerId, lastSequence: lastSequence, rows: rows, statusView: statusView)
-        return events
+        return rows
     }
 
-    /// `append` in a write that has not read the customer's last sequence: reads it, then writes (the status view unchanged).
+    /// `append` in a write that has not read the customer's last sequence: reads it, then writes (the status view
+    /// unchanged). Returns the events as stored.
     @discardableResult
     public static func append(_ db: SQLConnection, customerId: String, drafts: [EventDraft], customerStatus: JSONValue,
                               nowMs: Int64, ids: any IDGenerator) throws -> [Event] {
         var batch = WriteBatch()
-        let events = append(to: &batch, customerId: customerId, lastSequence: try KakinStore.lastEventSequence(db, customerId: customerId),
-                            drafts: drafts, customerStatus: customerStatus, statusView: nil, nowMs: nowMs, ids: ids)
+        let rows = append(to: &batch, customerId: customerId, lastSequence: try KakinStore.lastEventSequence(db, customerId: customerId),
+                          drafts: drafts, customerStatus: customerStatus, statusView: nil, nowMs: nowMs, ids: ids)
         try db.write(batch)
-        return events
+        return rows.map { row in
+            guard let event = Event(payload: row.payload) else { preconditionFailure("an appended event reads back") }
+            return event
+        }
     }
 }
 

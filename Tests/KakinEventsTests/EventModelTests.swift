@@ -108,6 +108,36 @@ import Testing
 }
 
 @Suite struct EventOutboxAppend {
+    /// The outbox writes each event's JSON straight out, the status once for all of an append's events: the bytes are
+    /// what the event serialized as one `JSONValue` object are (keys sorted at every level, `data.customer` among them).
+    @Test func anAppendedEventsJSONIsTheEventSerializedAsOneObject() throws {
+        let status: JSONValue = ["customerId": "u\"1", "status": "active", "wallet": ["paid": 1, "free": 2, "total": 3], "subscriptions": []]
+        let drafts = [
+            EventDraft(type: .coinsGranted, data: ["amount": 5, "reason": "a \u{1}ß\n", "zeta": ["b": 1, "a": [true, .null]]]),
+            EventDraft(type: .customerCreated),
+            EventDraft(type: .coinsCredited, data: ["coins": 1, "cust": "x", "customerX": 2, "Customer": 3, "d": 1.5],
+                       environment: "Sandbox", bundleId: "com.example.app"),
+        ]
+        var batch = WriteBatch()
+        let rows = EventOutbox.append(to: &batch, customerId: "u\"1", lastSequence: 41, drafts: drafts, customerStatus: status,
+                                      statusView: nil, nowMs: 1_790_000_000_123, ids: SequentialIDs())
+        #expect(rows.map(\.sequence) == [42, 43, 44])
+        var versioned = status.objectValue ?? [:]
+        versioned["version"] = 44
+        for (row, draft) in zip(rows, drafts) {
+            var data = draft.data
+            data["customer"] = .object(versioned)
+            let tree: JSONValue = [
+                "id": .string(row.eventId), "type": .string(draft.type.rawValue), "customerId": "u\"1", "sequence": .int(row.sequence),
+                "createdAt": "2026-09-21T14:13:20.123Z", "environment": .string(draft.environment), "bundleId": .string(draft.bundleId),
+                "data": .object(data),
+            ]
+            #expect(row.payload == tree.jsonString)
+            let event = try #require(Event(payload: row.payload))
+            #expect(event.payload == row.payload)
+        }
+    }
+
     @Test(arguments: Backend.available) func anEventCarriesTheContractsFieldsAndTheStatusWithItsVersion(_ backend: Backend) async throws {
         try await withStores(backend) { stores async throws in
             let store = stores[0]

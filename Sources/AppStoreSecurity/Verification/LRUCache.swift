@@ -59,9 +59,12 @@ struct ByteKey: Hashable, Sendable {
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
     static func == (a: ByteKey, b: ByteKey) -> Bool {
-        guard a.hash == b.hash, a.bytes.count == b.bytes.count else { return false }
-        return a.bytes.withUnsafeBytes { x in
-            b.bytes.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
-        }
+        a.hash == b.hash && b.bytes.withUnsafeBytes { a.equals($0) }
+    }
+
+    /// Whether these are the key's bytes (no hash needed).
+    func equals(_ other: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == other.count else { return false }
+        return bytes.withUnsafeBytes { x in x.count == 0 || memcmp(x.baseAddress!, other.baseAddress!, x.count) == 0 }
     }
 }

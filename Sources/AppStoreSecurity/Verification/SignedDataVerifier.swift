@@ -31,6 +31,9 @@ public final class SignedDataVerifier: Sendable {
     private let chains: Mutex<LRUCache<ByteKey, VerifiedChain>>
     /// Key: the raw header segment. Only headers whose chain verified are kept.
     private let headers: Mutex<LRUCache<ByteKey, VerifiedChain>>
+    /// The header found or verified last, compared byte for byte before `headers` is asked: nearly every JWS carries the
+    /// same header (Apple's current leaf), and a memcmp of its ~2.5 KB costs less than copying and hashing it for the key.
+    private let lastHeader: Mutex<(key: ByteKey, chain: VerifiedChain)?>
 
     /// - Parameters:
     ///   - trustedRoots: DER root certificates; chains must end in one of them.
@@ -50,6 +53,7 @@ public final class SignedDataVerifier: Sendable {
         acceptedLocalEnvironments = Set(apps.flatMap { $0.environments.filter(\.isLocal) })
         chains = Mutex(LRUCache(entriesMax: chainCacheEntriesMax))
         headers = Mutex(LRUCache(entriesMax: chainCacheEntriesMax))
+        lastHeader = Mutex(nil)
     }
 
     // MARK: Public entry points
@@ -132,8 +136,7 @@ public final class SignedDataVerifier: Sendable {
         }
 
         // 1–2. Header: a known header skips parsing and chain building entirely.
-        let headerKey = ByteKey(segments.header)
-        let cachedChain = headers.withLock { $0.value(for: headerKey) }
+        let cachedChain = knownChain(header: segments.header)
         let header: JSONValue? = cachedChain == nil ? try parseHeader(segments.header) : Optional.none
 
         // 3. Payload.
@@ -169,7 +172,9 @@ public final class SignedDataVerifier: Sendable {
         } else if let header {
             let certificates = try Self.certificates(in: header)
             chain = try verifiedChain(leaf: certificates.leaf, intermediate: certificates.intermediate, atMs: atMs)
-            headers.withLock { $0.insert(chain, for: headerKey) }
+            let key = ByteKey(segments.header)
+            headers.withLock { $0.insert(chain, for: key) }
+            lastHeader.withLock { $0 = (key, chain) }
         } else {
             throw VerificationFailure(.invalidFormat, "header unreadable")  // unreachable: one of the two is set
         }
@@ -192,6 +197,16 @@ public final class SignedDataVerifier: Sendable {
         return VerifiedSignedData(
             kind: facts.kind, payload: payload, payloadBytes: payloadBytes, signedDate: signedDate,
             environment: facts.environment, isAppleSigned: true)
+    }
+
+    /// The verified chain of a header seen before: the last one's by memcmp, else the cache's (which then becomes the last).
+    private func knownChain(header segment: UnsafeRawBufferPointer) -> VerifiedChain? {
+        let last = lastHeader.withLock { last in last.flatMap { $0.key.equals(segment) ? $0.chain : nil } }
+        if let last { return last }
+        let key = ByteKey(segment)
+        guard let chain = headers.withLock({ $0.value(for: key) }) else { return nil }
+        lastHeader.withLock { $0 = (key, chain) }
+        return chain
     }
 
     /// Parses the header and checks `alg` (before `x5c`, so `none`/`HS256` tokens say so even without `x5c`).

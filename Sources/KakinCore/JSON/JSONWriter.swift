@@ -10,6 +10,11 @@ extension JSONValue {
 
     public var jsonString: String { String(decoding: serialized(), as: UTF8.self) }
 
+    /// `serialized()` appended to `out`, for a writer that puts values into a document of its own (an event's JSON).
+    public func serialize(appendingTo out: inout [UInt8]) {
+        write(into: &out, pretty: false, indent: 0)
+    }
+
     public func prettyString() -> String { String(decoding: serialized(pretty: true), as: UTF8.self) }
 
     func write(into out: inout [UInt8], pretty: Bool, indent: Int) {
@@ -147,7 +152,7 @@ public struct JSONBytesWriter {
     public mutating func timestamp(_ ms: Int64?) {
         if let ms {
             bytes.append(UInt8(ascii: "\""))
-            Timestamp.writeRFC3339(ms, into: &bytes)
+            bytes.append(contentsOf: Timestamp.rfc3339(ms).utf8)
             bytes.append(UInt8(ascii: "\""))
         } else {
             bytes.append(contentsOf: "null".utf8)

@@ -10,14 +10,6 @@ public enum Timestamp {
     /// Total over every `Int64`: years 0000–9999 as RFC 3339 has them; beyond (dates Apple never signs, but a
     /// payload or a request may carry) ISO 8601's expanded years, `+10000-…` and `-0001-…`, never a trap.
     public static func rfc3339(_ ms: Int64) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(24)
-        writeRFC3339(ms, into: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// `rfc3339(ms)`'s UTF-8, appended to `out` (no `String` built: a status answer writes several).
-    public static func writeRFC3339(_ ms: Int64, into out: inout [UInt8]) {
         let dayMs: Int64 = 86_400_000
         let days = floorDiv(ms, dayMs)
         // `ms - days * dayMs` overflows near Int64.min; the remainder never does.
@@ -30,24 +22,41 @@ public enum Timestamp {
         rest -= mm * 60_000
         let ss = rest / 1000
         let frac = rest - ss * 1000
-        if !(0...9999).contains(y) { out.append(UInt8(ascii: y < 0 ? "-" : "+")) }
-        pad(Int(y.magnitude), 4, &out)
-        out.append(UInt8(ascii: "-"))
-        pad(m, 2, &out)
-        out.append(UInt8(ascii: "-"))
-        pad(d, 2, &out)
-        out.append(UInt8(ascii: "T"))
-        pad(Int(hh), 2, &out)
-        out.append(UInt8(ascii: ":"))
-        pad(Int(mm), 2, &out)
-        out.append(UInt8(ascii: ":"))
-        pad(Int(ss), 2, &out)
-        if frac != 0 {
-            out.append(UInt8(ascii: "."))
-            pad(Int(frac), 3, &out)
+        // Written into one buffer (a string per field was most of its cost): sign, year, then 21 bytes at most.
+        return String(unsafeUninitializedCapacity: rfc3339BytesMax) { out in
+            var n = 0
+            func put(_ byte: UInt8) {
+                out[n] = byte
+                n += 1
+            }
+            /// `value` (≥ 0) in decimal, zero-padded to `width` digits.
+            func digits(_ value: UInt, _ width: Int) {
+                var count = 1
+                var rest = value / 10
+                while rest > 0 { count += 1; rest /= 10 }
+                for _ in count..<max(count, width) { put(UInt8(ascii: "0")) }
+                var v = value
+                for i in stride(from: n + count - 1, through: n, by: -1) {
+                    out[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                    v /= 10
+                }
+                n += count
+            }
+            if !(0...9999).contains(y) { put(y < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")) }
+            digits(y.magnitude, 4)
+            put(UInt8(ascii: "-")); digits(UInt(m), 2)
+            put(UInt8(ascii: "-")); digits(UInt(d), 2)
+            put(UInt8(ascii: "T")); digits(UInt(hh), 2)
+            put(UInt8(ascii: ":")); digits(UInt(mm), 2)
+            put(UInt8(ascii: ":")); digits(UInt(ss), 2)
+            if frac != 0 { put(UInt8(ascii: ".")); digits(UInt(frac), 3) }
+            put(UInt8(ascii: "Z"))
+            return n
         }
-        out.append(UInt8(ascii: "Z"))
     }
+
+    /// The longest `rfc3339` text: a sign, `Int64`'s years (9 digits), `-MM-DDTHH:MM:SS.fffZ`.
+    static let rfc3339BytesMax = 1 + 19 + 21
 
     public static func rfc3339(_ ms: Int64?) -> JSONValue { ms.map { .string(rfc3339($0)) } ?? .null }
 
@@ -81,21 +90,5 @@ public enum Timestamp {
             return nil
         }
         return day + Int64(h) * 3_600_000 + Int64(mi) * 60_000 + Int64(sec) * 1000 + ms
-    }
-
-    /// `v` (not negative) in decimal, zero-padded to `width` digits at least.
-    static func pad(_ v: Int, _ width: Int, _ out: inout [UInt8]) {
-        precondition(v >= 0, "a padded field is not negative")
-        var digits = 1, power = 10
-        while digits < 19, v >= power { digits += 1; power &*= 10 }
-        for _ in digits..<max(digits, width) { out.append(UInt8(ascii: "0")) }
-        var divisor = 1
-        for _ in 1..<digits { divisor *= 10 }
-        var rest = v
-        while divisor > 0 {
-            out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
-        }
     }
 }

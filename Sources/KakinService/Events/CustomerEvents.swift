@@ -47,8 +47,12 @@ public struct CustomerEvents: Sendable {
         }
         let customerId = snapshot.customer.customerId
         let status = StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: r.nowMs)
-        let told = snapshot.statusView.flatMap { try? JSONParser.parse($0) }.flatMap(StatusView.init(json:)) ?? StatusView()
         let now = StatusView(status)
+        let nowJSON = now.json.jsonString
+        // Stored as it is now (coins moving leave it so): the view told is this one, without parsing it back.
+        let unchanged = snapshot.statusView == nowJSON
+        let told = unchanged
+            ? now : snapshot.statusView.flatMap { try? JSONParser.parse($0) }.flatMap(StatusView.init(json:)) ?? StatusView()
         var drafts = facts + StatusEvents.drafts(previous: told, current: status)
         guard !drafts.isEmpty else { return (0, EvaluatedCustomer(snapshot, status)) }
         for i in drafts.indices where drafts[i].bundleId == nil && drafts[i].environment == nil {
@@ -58,8 +62,8 @@ public struct CustomerEvents: Sendable {
         let json = ConsentStatus.adding(snapshot.customer,
                                         to: status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet))
         // Coins moving leave the transitions as they were: the view is written only when it changed.
-        let view = now != told || snapshot.statusView == nil ? now.json.jsonString : nil
-        EventOutbox.append(to: &batch, customerId: customerId, lastSequence: snapshot.version, drafts: drafts, customerStatus: json,
+        let view = now != told || snapshot.statusView == nil ? nowJSON : nil
+        EventOutbox.append(to: &batch, customerId: customerId, lastSequence: snapshot.version, drafts: drafts, customerStatus: consume json,
                            statusView: view, nowMs: r.nowMs, ids: r.idGenerator)
         snapshot.version += Int64(drafts.count)
         if let view { snapshot.statusView = view }

@@ -190,16 +190,33 @@ public final class BusinessMetrics: Sendable {
         return shares
     }
 
-    /// Steps until a pass reaches the end of the feed (the worker's pass; tests call it to be current). Events appended
-    /// meanwhile wait for the next poll, so a customer changing all the time is recomputed once a poll.
-    public func catchUp() async throws(KakinError) {
+    /// Steps until a pass reaches the end of the feed as it serves now (the worker's pass). Events appended meanwhile wait
+    /// for the next poll, so a customer changing all the time is recomputed once a poll.
+    func keepUp() async throws(KakinError) {
         while try await !step().caughtUp {}
     }
 
-    /// The worker's pass: catch up, logging a failure (the next pass tries again from the same cursor).
+    /// Keeps up until the rollups include every event committed before the call (tests and tools call it to be current).
+    /// On PostgreSQL the feed serves a transaction's events only once no older transaction is running anywhere in the
+    /// cluster, so a pass can reach the feed's end before it shows what was committed: this waits for that too, for
+    /// `catchUpWaitsMax` waits of 10 ms at most (then it returns having kept up with what the feed showed, as the
+    /// worker's pass does).
+    public func catchUp() async throws(KakinError) {
+        let committed = try await store.snapshot { r in try r.eventFeedLastCommitted() }
+        for _ in 0..<Self.catchUpWaitsMax {
+            try await keepUp()
+            guard try await store.snapshot({ r in try r.metricsCursor() }) < committed else { return }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// How many times `catchUp` waits 10 ms for committed events to show in the feed, at most (30 s).
+    public static let catchUpWaitsMax = 3_000
+
+    /// The worker's pass: keep up, logging a failure (the next pass tries again from the same cursor).
     public func processDue() async {
         do {
-            try await catchUp()
+            try await keepUp()
         } catch {
             logger.log(.error, "business numbers: catching up failed", ["error.detail": .string(error.description)])
         }

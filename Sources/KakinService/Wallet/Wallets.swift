@@ -98,8 +98,9 @@ public struct Wallets: Sendable {
     /// Grants free coins: 201 `{grantId, amount, reason, wallet}`, replayed for the same key.
     public func grant(_ g: GrantRequest) async throws(KakinError) -> IdempotentAnswer {
         let events = events
+        let request = g.canonicalRequest  // here, not on the writer's thread
         let answer = try await store.transaction { r in
-            try r.idempotently(customerId: g.customerId, scope: "grant", key: g.idempotencyKey, request: g.canonicalRequest) {
+            try r.idempotently(customerId: g.customerId, scope: "grant", key: g.idempotencyKey, request: request) {
                 // One read for the balance and for the events the grant tells; nil: a new customer.
                 let customer = try r.statusInputs(g.customerId)
                 if g.deskActor != nil, customer == nil { throw KakinError(.customerNotFound) }

@@ -95,13 +95,24 @@ extension KakinStore {
         for (i, row) in rows.enumerated() {
             precondition(row.customerId == customerId && row.sequence == lastSequence + 1 + Int64(i), "rows follow the last sequence, in order")
             precondition(row.payload.utf8.count <= eventPayloadBytesMax, "an event's JSON is at most \(eventPayloadBytesMax) bytes")
-            parameters += [.text(row.eventId), .text(row.customerId), .integer(row.sequence), .text(row.type), .integer(row.createdAtMs),
-                           SQLValue(row.environment), SQLValue(row.bundleId), .text(row.payload)]
+            parameters.append(.text(row.eventId))
+            parameters.append(.text(row.customerId))
+            parameters.append(.integer(row.sequence))
+            parameters.append(.text(row.type))
+            parameters.append(.integer(row.createdAtMs))
+            parameters.append(SQLValue(row.environment))
+            parameters.append(SQLValue(row.bundleId))
+            parameters.append(.text(row.payload))
         }
-        batch.add("""
-            INSERT INTO outbox_events (event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload)
-            VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows.count).joined(separator: ", "))
-            """, parameters, changes: rows.count)
+        batch.add(outboxEventsInsertSQL[rows.count - 1], parameters, changes: rows.count)
+    }
+
+    /// `appendEvents`' INSERT of 1...`eventsPerAppendMax` rows, each text written once (not per append).
+    private static let outboxEventsInsertSQL: [String] = (1...eventsPerAppendMax).map { count in
+        """
+        INSERT INTO outbox_events (event_id, customer_id, sequence, event_type, created_at_ms, environment, bundle_id, payload)
+        VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", "))
+        """
     }
 
     /// The customer's last event sequence (0 before the first): the status's `version`. One primary-key lookup,

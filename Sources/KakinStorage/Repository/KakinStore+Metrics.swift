@@ -193,6 +193,14 @@ extension Records {
         return read
     }
 
+    /// The last event committed, whether or not the feed serves it yet (on PostgreSQL it waits for older transactions).
+    public func eventFeedLastCommitted() throws -> EventFeedCursor {
+        guard let r = try db.queryOne("SELECT txid, feed_pos FROM outbox_events ORDER BY txid DESC, feed_pos DESC LIMIT 1", []) else {
+            return .start
+        }
+        return EventFeedCursor(txid: r.int("txid") ?? 0, position: r.int("feed_pos") ?? 0)
+    }
+
     /// The end of what the feed serves now (a rebuild's cursor).
     public func eventFeedEnd() throws -> EventFeedCursor {
         guard let r = try db.queryOne("""

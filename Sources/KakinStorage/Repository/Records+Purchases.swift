@@ -78,8 +78,9 @@ extension Records {
     }
 
     /// Keeps `tx` as the stored copy of its transaction (the ingest's plan decided it is the newest: `NewestCopy`), with
-    /// the decoded fields a status read needs beside it (not for consumables, which no status reads: never status
-    /// inputs), and keeps its customer's status inputs current. A new row belongs to `owner` when the caller decided it
+    /// its decoded fields beside it (`StoredStatusFields`: what a status read and the business numbers' rollup read
+    /// instead of the JWS; consumables too, which are never status inputs but which the rollup reads on every change of
+    /// their customer), and keeps its customer's status inputs current. A new row belongs to `owner` when the caller decided it
     /// (the chain is being linked to them in the same write), else to its chain's link.
     public func keepTransaction(_ tx: TransactionPayload, jws: String, owner: String?, replacing previous: StoredTransactionCopy?) throws {
         try db.execute("""
@@ -96,7 +97,7 @@ extension Records {
             """, [.text(tx.transactionId), .text(tx.originalTransactionId), .text(tx.bundleId), .text(tx.productId),
                   .text(tx.type.rawValue), .text(tx.environment.rawValue), .integer(tx.purchaseDate), SQLValue(tx.expiresDate),
                   SQLValue(tx.revocationDate), .integer(tx.signedDate), SQLValue(tx.appAccountToken), .text(jws),
-                  StatusInputs.canBeInput(tx.type) ? .text(StoredStatusFields.json(of: tx)) : .null, SQLValue(owner), .text(tx.originalTransactionId),
+                  .text(StoredStatusFields.json(of: tx)), SQLValue(owner), .text(tx.originalTransactionId),
                   .integer(nowMs), .integer(nowMs), .integer(StatusInputs.canBeInput(tx.type) ? 1 : 0)])
         try KakinStore.statusInputsAfterStoring(db, tx, previous: previous?.row)
     }
