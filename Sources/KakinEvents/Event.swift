@@ -43,46 +43,34 @@ public struct Event: Sendable, Hashable {
     static func payload(id: String, type: EventType, customerId: String, sequence: Int64, createdAt: String, environment: String?,
                         bundleId: String?, data: [String: JSONValue], customer: [UInt8]?) -> String {
         precondition(customer == nil || data["customer"] == nil, "data.customer is given once")
-        var out: [UInt8] = []
-        out.reserveCapacity(Self.envelopeBytes + (customer?.count ?? 0) + 32 * data.count)
-        out.append(contentsOf: #"{"bundleId":"#.utf8)
-        JSONValue.string(bundleId).serialize(appendingTo: &out)
-        out.append(contentsOf: #","createdAt":"#.utf8)
-        JSONValue.string(createdAt).serialize(appendingTo: &out)
-        out.append(contentsOf: #","customerId":"#.utf8)
-        JSONValue.string(customerId).serialize(appendingTo: &out)
-        out.append(contentsOf: #","data":{"#.utf8)
-        var members = 0
-        func key(_ name: String) {
-            if members > 0 { out.append(UInt8(ascii: ",")) }
-            members += 1
-            JSONValue.string(name).serialize(appendingTo: &out)
-            out.append(UInt8(ascii: ":"))
-        }
-        var pendingCustomer = customer
-        for member in data.sorted(by: { $0.key < $1.key }) {
-            if let written = pendingCustomer, "customer" < member.key {
-                key("customer")
-                out.append(contentsOf: written)
-                pendingCustomer = nil
+        var w = JSONBytesWriter(capacity: Self.envelopeBytes + (customer?.count ?? 0) + 32 * data.count)
+        w.object { w in
+            w.member("bundleId", bundleId)
+            w.member("createdAt", createdAt)
+            w.member("customerId", customerId)
+            w.key("data")
+            w.object { w in
+                var pendingCustomer = customer
+                for member in data.sorted(by: { $0.key < $1.key }) {
+                    if let written = pendingCustomer, "customer" < member.key {
+                        w.key("customer")
+                        w.raw(written)
+                        pendingCustomer = nil
+                    }
+                    w.key(member.key)
+                    w.value(member.value)
+                }
+                if let written = pendingCustomer {
+                    w.key("customer")
+                    w.raw(written)
+                }
             }
-            key(member.key)
-            member.value.serialize(appendingTo: &out)
+            w.member("environment", environment)
+            w.member("id", id)
+            w.member("sequence", sequence)
+            w.member("type", type.rawValue)
         }
-        if let written = pendingCustomer {
-            key("customer")
-            out.append(contentsOf: written)
-        }
-        out.append(contentsOf: #"},"environment":"#.utf8)
-        JSONValue.string(environment).serialize(appendingTo: &out)
-        out.append(contentsOf: #","id":"#.utf8)
-        JSONValue.string(id).serialize(appendingTo: &out)
-        out.append(contentsOf: #","sequence":"#.utf8)
-        JSONValue.int(sequence).serialize(appendingTo: &out)
-        out.append(contentsOf: #","type":"#.utf8)
-        JSONValue.string(type.rawValue).serialize(appendingTo: &out)
-        out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
+        return String(decoding: w.bytes, as: UTF8.self)
     }
 
     /// An event's JSON besides its data: the keys, its ids, the timestamp (reserved at once).

@@ -10,11 +10,6 @@ extension JSONValue {
 
     public var jsonString: String { String(decoding: serialized(), as: UTF8.self) }
 
-    /// `serialized()` appended to `out`, for a writer that puts values into a document of its own (an event's JSON).
-    public func serialize(appendingTo out: inout [UInt8]) {
-        write(into: &out, pretty: false, indent: 0)
-    }
-
     public func prettyString() -> String { String(decoding: serialized(pretty: true), as: UTF8.self) }
 
     func write(into out: inout [UInt8], pretty: Bool, indent: Int) {
@@ -90,7 +85,7 @@ extension JSONValue {
 }
 
 /// Writes a JSON document straight to UTF-8 as its members are given, without building a `JSONValue` first: for
-/// answers written on every request (a customer's status, `CustomerStatus.answerJSON`). The bytes equal
+/// documents written on every request (a customer's status, `CustomerStatus.answerJSON`; each event, `Event.payload`). The bytes equal
 /// `JSONValue.serialized()` of the same document when every object's members are given in ascending key order, the
 /// order `serialized` sorts them to (a test of each writer compares the two).
 public struct JSONBytesWriter {
@@ -157,6 +152,18 @@ public struct JSONBytesWriter {
         } else {
             bytes.append(contentsOf: "null".utf8)
         }
+        follows = true
+    }
+
+    /// A value given as a `JSONValue`, as `serialized()` writes it.
+    public mutating func value(_ v: JSONValue) {
+        v.write(into: &bytes, pretty: false, indent: 0)
+        follows = true
+    }
+
+    /// A value already written as JSON (one part shared by several documents: an append's customer status).
+    public mutating func raw(_ json: [UInt8]) {
+        bytes.append(contentsOf: json)
         follows = true
     }
 
