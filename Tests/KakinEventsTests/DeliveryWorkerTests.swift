@@ -85,7 +85,9 @@ func append(_ store: KakinStore, _ customer: String, count: Int = 1, type: Event
             worker.wake()
             var slowInFlightMax = 0
             let deadline = Date().addingTimeInterval(30)
-            while fast.printed.count < appended.count, Date() < deadline {
+            // Sampled until the fast endpoint has everything and the slow one was seen in flight: the fast one can finish
+            // before the first sample catches a slow attempt.
+            while fast.printed.count < appended.count || slowInFlightMax == 0, Date() < deadline {
                 slowInFlightMax = max(slowInFlightMax, worker.inFlight["slow"] ?? 0)
                 try await Task.sleep(for: .milliseconds(10))
             }
