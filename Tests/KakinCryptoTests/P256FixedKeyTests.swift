@@ -58,6 +58,38 @@ import Testing
         }
     }
 
+    /// R's x at least n, so r = x − n: the check's second comparison (X ≡ (r + n)·Z²), which no honest signature reaches
+    /// in practice (probability ~2⁻¹²⁸). The key was solved for from a chosen R; pyca/cryptography and openssl accept the
+    /// signature (`Vectors/x_at_least_n.py`).
+    @Test func aSignatureWhoseRHasXAtLeastNIsValid() throws {
+        let spki = Self.bytes(
+            "3059301306072a8648ce3d020106082a8648ce3d030107034200049eb21903628b66d318cc4dce560102b86555e3d6dd6d538ad03b4087ca0c0c67"
+                + "3e7320cf3f46bc8fd7d47041cbaca80c6dd7ec926a3dad10a2d904e2d931ef46")
+        let message = Array("kakin: R's x is at least n".utf8)
+        let r = [UInt8](repeating: 0, count: 31) + [3], s = [UInt8](repeating: 0, count: 28) + [0x01, 0x23, 0x45, 0x67]
+        let key = try P256PublicKey(spkiDER: spki, precomputedAfterVerifications: 0)
+        let fixed = try #require(P256FixedKeyVerifier(key.key))
+        let evp = try P256PublicKey(spkiDER: spki, precomputedAfterVerifications: .max)
+        let cases: [(String, [UInt8], [UInt8], Bool)] = [
+            ("valid", r + s, message, true),
+            ("another message", r + s, message + [0], false),
+            ("r + n, R's x itself", Self.add(r[...], Self.order) + s, message, false),
+            ("r + 1", [UInt8](repeating: 0, count: 31) + [4] + s, message, false),
+            ("n − s", r + Self.add(Self.order[...], s, subtracting: true), message, true),
+        ]
+        for (name, signature, message, expected) in cases {
+            let digest = message.withUnsafeBytes { SHA256Hash.digest($0) }
+            #expect(signature.withUnsafeBytes { fixed.isValidES256Signature($0, digest: digest) } == expected, "precomputed: \(name)")
+            #expect(key.isValidES256Signature(signature, for: message) == expected, "past its count: \(name)")
+            #expect(evp.isValidES256Signature(signature, for: message) == expected, "EVP_PKEY_verify: \(name)")
+        }
+    }
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    }
+
     @Test func aKeyPastItsCountChecksWithItsMultiplesPrecomputed() throws {
         let key = try P256PrivateKey()
         let publicKey = try P256PublicKey(spkiDER: key.publicKey.spkiDER, precomputedAfterVerifications: 2)
