@@ -1,14 +1,16 @@
 import KakinStorage
 import Synchronization
 
-/// `SQLDatabase` over one SQLite file in WAL mode: one writer thread that group-commits, and a few
-/// reader threads, each with its own connection.
+/// `SQLDatabase` over one SQLite file in WAL mode: one writer thread that group-commits, a few
+/// reader threads, each with its own connection, and as many connections lent to short reads (`shortRead`),
+/// which run on their caller's thread.
 ///
 /// A write acknowledged to its caller has been committed with `synchronous=FULL` (fsync'd WAL); many
 /// concurrent writes share one commit, so durability costs one fsync per batch, not per write.
 public final class SQLiteDatabase: SQLDatabase {
     public struct Options: Sendable {
-        /// Reader threads (each with its own read-only connection). 1...64.
+        /// Reader threads (each with its own read-only connection), and as many read-only connections lent to
+        /// short reads (`shortRead`). 1...64.
         public var readerCount: Int
         /// Writes group-committed in one transaction at most.
         public var batchSizeMax: Int
@@ -109,6 +111,7 @@ public final class SQLiteDatabase: SQLDatabase {
     public let options: Options
     private let writeQueue: JobQueue<WriterJob>
     private let readQueue: JobQueue<ReadJob>
+    private let borrowedReaders: SQLiteBorrowedReaders
     private let recorder = SQLiteStatisticsRecorder()
     private let checkpointer = SQLiteCheckpointer()
     private let threads = WorkerThreads()
@@ -122,6 +125,9 @@ public final class SQLiteDatabase: SQLDatabase {
         let checkpointHandle = try SQLiteHandle(path: path, role: .checkpointer(durable: options.durable), options: options)
         self.path = path
         self.options = options
+        borrowedReaders = SQLiteBorrowedReaders(try (0..<options.readerCount).map { _ in
+            try SQLiteHandle(path: path, role: .reader, options: options)
+        })
         writeQueue = JobQueue(name: "write", depthMax: options.queueDepthMax)
         readQueue = JobQueue(name: "read", depthMax: options.queueDepthMax)
 
@@ -142,6 +148,7 @@ public final class SQLiteDatabase: SQLDatabase {
         } catch {
             writeQueue.close()
             readQueue.close()
+            borrowedReaders.close()
             checkpointer.close()
             throw error
         }
@@ -190,10 +197,7 @@ public final class SQLiteDatabase: SQLDatabase {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = ReadJob(
                 run: { [recorder] handle in
-                    let connection = ScopedSQLConnection(handle)
-                    let result = Result { try body(connection) }
-                    connection.invalidate()
-                    recorder.recordRead(work: handle.takeWork())
+                    let result = handle.runRead(body, recorder: recorder)
                     return ReadCompletion { transactionError in
                         if let transactionError, case .success = result {
                             continuation.resume(throwing: transactionError)
@@ -209,6 +213,23 @@ public final class SQLiteDatabase: SQLDatabase {
                 continuation.resume(throwing: error)
             }
         }
+    }
+
+    /// Runs `body` on an idle lent connection on the calling thread, in its own read transaction; with none idle,
+    /// like `read`.
+    public func shortRead<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        guard let reader = borrowedReaders.borrow() else { return try await read(body) }
+        defer { borrowedReaders.giveBack(reader) }
+        let handle = reader.handle
+        try handle.runEngine("BEGIN")
+        let result = handle.runRead(body, recorder: recorder)
+        do {
+            try handle.runEngine("COMMIT")
+        } catch {
+            handle.rollbackIfInTransaction()
+            if case .success = result { throw error }
+        }
+        return try result.get()
     }
 
     public func migrate(_ migrations: [SQLMigration]) async throws {
@@ -228,6 +249,7 @@ public final class SQLiteDatabase: SQLDatabase {
     public func close() async {
         writeQueue.close()
         readQueue.close()
+        borrowedReaders.close()
         checkpointer.close()
         await threads.waitUntilAllExited()
     }

@@ -54,6 +54,10 @@ final class FaultyDatabase: SQLDatabase {
         try await inner.read(body)
     }
 
+    func shortRead<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await inner.shortRead(body)
+    }
+
     func migrate(_ migrations: [SQLMigration]) async throws { try await inner.migrate(migrations) }
 
     func close() async { await inner.close() }

@@ -298,6 +298,8 @@ private func itemNames(_ database: SQLiteDatabase) async throws -> [String] {
         #expect(writeError?.kind == .closed)
         let readError = await #expect(throws: SQLError.self) { try await database.read { try $0.query("SELECT 1") } }
         #expect(readError?.kind == .closed)
+        let shortReadError = await #expect(throws: SQLError.self) { try await database.shortRead { try $0.query("SELECT 1") } }
+        #expect(shortReadError?.kind == .closed)
     }
 
     @Test func closeFinishesQueuedWritesFirst() async throws {
@@ -445,6 +447,46 @@ private func itemNames(_ database: SQLiteDatabase) async throws -> [String] {
             #expect(before == 0)
             #expect(after == 0)
             #expect(try await itemNames(database) == ["committed meanwhile"])
+        }
+    }
+}
+
+@Suite struct SQLiteShortReadTests {
+    @Test func shortReadsSeeTheLastCommitAndCannotWrite() async throws {
+        try await withDatabase { database in
+            try await database.write { try $0.execute(createItems) }
+            try await database.write { try $0.execute("INSERT INTO items (name) VALUES ('gold')") }
+            let names = try await database.shortRead { connection in
+                try connection.query("SELECT name FROM items").compactMap { $0.string("name") }
+            }
+            #expect(names == ["gold"])
+            let error = await #expect(throws: SQLError.self) {
+                try await database.shortRead { try $0.execute("INSERT INTO items (name) VALUES ('sneaky')") }
+            }
+            #expect(error?.kind == .database)
+            #expect(try await itemNames(database) == ["gold"])
+        }
+    }
+
+    @Test func aShortReadWhileEveryLentConnectionIsBusyStillCompletes() async throws {
+        try await withDatabase(.init(readerCount: 1)) { database in
+            try await database.write { try $0.execute(createItems) }
+            try await database.write { try $0.execute("INSERT INTO items (name) VALUES ('gold')") }
+            let (holding, holdingContinuation) = AsyncStream<Void>.makeStream()
+            let release = DispatchSemaphore(value: 0)
+            let holder = Task {
+                try await database.shortRead { connection in
+                    holdingContinuation.yield()
+                    _ = release.wait(timeout: .now() + 30)
+                    return try connection.query("SELECT name FROM items").count
+                }
+            }
+            for await _ in holding { break }
+            // The one lent connection is held: this read goes to the reader thread.
+            let count = try await database.shortRead { connection in try connection.query("SELECT name FROM items").count }
+            #expect(count == 1)
+            release.signal()
+            #expect(try await holder.value == 1)
         }
     }
 }

@@ -173,7 +173,7 @@ public struct LedgerCheckReport: Sendable {
 
 extension KakinStore {
     public func wallet(_ customerId: String) async throws(KakinError) -> WalletBalance {
-        try await read { db in try Self.walletBalance(db, customerId) }
+        try await shortRead { db in try Self.walletBalance(db, customerId) }
     }
 
     static func walletBalance(_ db: SQLConnection, _ customerId: String) throws -> WalletBalance {

@@ -58,6 +58,11 @@ public final class KakinStore: Sendable {
         try await storage { try await self.database.read(body) }
     }
 
+    /// `read` for a few statements on indexed keys (`SQLDatabase.shortRead`): a wallet, a customer's status inputs.
+    func shortRead<T: Sendable>(_ body: @escaping @Sendable (SQLConnection) throws -> T) async throws(KakinError) -> T {
+        try await storage { try await self.database.shortRead(body) }
+    }
+
     // MARK: Customers
 
     public struct Customer: Sendable, Hashable {

@@ -109,6 +109,11 @@ public protocol SQLDatabase: Sendable {
     /// - Parameter body: the unit of work; may run on another thread.
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
 
+    /// `read` for a short read (a few statements on indexed keys, no scan): an engine may run it on the calling
+    /// thread, sparing the hop to a reader thread and back, which costs more than such a read itself. Never for a
+    /// read that may take long (a listing, an export, a report): it would hold a thread of Swift's cooperative pool.
+    func shortRead<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+
     /// Applies the migrations this database has not seen yet, in order, each in its own transaction,
     /// recording each version in `schema_migrations`. Running it again is a no-op. Processes that call it
     /// at the same moment take turns: one migrates, the others wait and then find nothing left to do.
@@ -220,5 +225,12 @@ public enum SQLMeasure {
             commits += 1
         }
         return Double(commits) / (start.duration(to: clock.now) / .seconds(1))
+    }
+}
+
+extension SQLDatabase {
+    /// An engine without a faster way runs a short read like any other.
+    public func shortRead<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await read(body)
     }
 }
