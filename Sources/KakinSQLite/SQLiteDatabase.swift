@@ -126,7 +126,7 @@ public final class SQLiteDatabase: SQLDatabase {
         self.path = path
         self.options = options
         borrowedReaders = SQLiteBorrowedReaders(try (0..<options.readerCount).map { _ in
-            try SQLiteHandle(path: path, role: .reader, options: options)
+            try SQLiteHandle(path: path, role: .reader, options: options, hasThread: false)
         })
         writeQueue = JobQueue(name: "write", depthMax: options.queueDepthMax)
         readQueue = JobQueue(name: "read", depthMax: options.queueDepthMax)

@@ -41,7 +41,9 @@ final class SQLiteHandle: SQLConnection {
         _ = kakin_sqlite_disable_memory_statistics()
     }()
 
-    init(path: String, role: Role, options: SQLiteDatabase.Options, profileFile: String? = SQLiteStatementProfile.environmentFile) throws {
+    /// - Parameter hasThread: false for a connection lent to short reads (it runs on its borrowers' threads).
+    init(path: String, role: Role, options: SQLiteDatabase.Options, hasThread: Bool = true,
+         profileFile: String? = SQLiteStatementProfile.environmentFile) throws {
         Self.processSettings
         statementsCachedMax = options.statementsCachedMax
         queryRowsMax = options.queryRowsMax
@@ -82,7 +84,7 @@ final class SQLiteHandle: SQLConnection {
         try execute("PRAGMA cache_size = -65536", [])
         work = SQLWorkCounts()  // opening is not the work counted
         // After the settings, so that the first statement profiled runs on the connection's own thread.
-        profile = profileFile.map { SQLiteStatementProfile(file: $0, db: pointer, connection: role.name) }
+        profile = profileFile.map { SQLiteStatementProfile(file: $0, db: pointer, connection: role.name, hasThread: hasThread) }
     }
 
     deinit { close() }

@@ -38,14 +38,16 @@ final class SQLiteStatementProfile {
     private let db: OpaquePointer
     private let connection: String
     /// The thread of the first statement (or of the close, without one): the connection's own, as profiles start after
-    /// a connection's settings and the engine's threads close their connections.
-    private var thread: pid_t = 0
+    /// a connection's settings and the engine's threads close their connections. -1 for a connection lent to short reads,
+    /// which runs on its borrowers' threads: none is its own.
+    private var thread: pid_t
     /// By prepared statement; a statement finalized and another prepared at its address is told apart by its text.
     private var statements: [OpaquePointer: Running] = [:]
     private var finished: [Running] = []
 
     /// Installs the trace callbacks on `db`; the connection keeps the profile alive until it closes.
-    init(file: String, db: OpaquePointer, connection: String) {
+    init(file: String, db: OpaquePointer, connection: String, hasThread: Bool) {
+        thread = hasThread ? 0 : -1
         self.file = file
         self.db = db
         self.connection = connection
