@@ -464,11 +464,16 @@ struct SeenWhereQueued: Error {
             #expect(try await reading.value == [0, 0])
             let next = try await db.read { try $0.queryOne("SELECT COUNT(*) AS c FROM t", [])?.int("c") }
             #expect(next == 1)
-            // Idle, the reader ends its transaction: no session of this database stays "idle in transaction".
-            try await Task.sleep(for: .milliseconds(100))
-            let open = try await db.write { db in
-                try db.queryOne("SELECT COUNT(*) AS c FROM pg_stat_activity WHERE application_name = current_setting('application_name') AND state = 'idle in transaction'", [])?.int("c")
-            }
+            // Idle, the reader ends its transaction: no session of this database stays "idle in transaction". (Polled:
+            // pg_stat_activity shows a session's state as of its last report, and the reader ends its transaction on its own time.)
+            var open: Int64?
+            let deadline = ContinuousClock.now + .seconds(30)
+            repeat {
+                try await Task.sleep(for: .milliseconds(20))
+                open = try await db.write { db in
+                    try db.queryOne("SELECT COUNT(*) AS c FROM pg_stat_activity WHERE application_name = current_setting('application_name') AND state = 'idle in transaction'", [])?.int("c")
+                }
+            } while open != 0 && ContinuousClock.now < deadline
             #expect(open == 0)
         }
     }
