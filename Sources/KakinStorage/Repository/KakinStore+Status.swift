@@ -107,8 +107,7 @@ extension KakinStore {
 
     /// What a status read needs, in one read (`Records.statusInputs`); nil for a customer never seen.
     public func customerStatusInputs(_ customerId: String) async throws(KakinError) -> CustomerSnapshot? {
-        let now = clock.nowMs(), ids = ids
-        return try await shortRead { db in try Records(db: db, nowMs: now, ids: ids).statusInputs(customerId) }
+        try await snapshot { r in try r.statusInputs(customerId) }
     }
     /// The original transactions linked to a customer (what a restore without an id asks the App Store about).
     public func linkedOriginalTransactions(_ customerId: String, limit: Int) async throws(KakinError) -> [String] {

@@ -58,7 +58,9 @@ public final class KakinStore: Sendable {
         try await storage { try await self.database.read(body) }
     }
 
-    /// `read` for a few statements on indexed keys (`SQLDatabase.shortRead`): a wallet, a customer's status inputs.
+    /// `read` for one statement on an indexed key and a few pages (`SQLDatabase.shortRead`): a wallet. Not a status
+    /// read: its pages are re-read after every commit (SQLite drops a connection's cache when the database changed), which
+    /// the reader threads' shared read transactions pay once a batch.
     func shortRead<T: Sendable>(_ body: @escaping @Sendable (SQLConnection) throws -> T) async throws(KakinError) -> T {
         try await storage { try await self.database.shortRead(body) }
     }
