@@ -107,9 +107,11 @@ import Testing
     }
 
     @Test func cancellingTheCallerCancelsTheExchange() async throws {
+        let (starts, started) = AsyncStream<Void>.makeStream()
         try await Self.withServer({ router in
             router.add("GET", "/slow") { _, _ in
-                try? await Task.sleep(nanoseconds: 3_000_000_000)
+                started.yield()
+                try? await Task.sleep(for: .seconds(60))   // until the server's shutdown cancels it
                 return .text("late")
             }
         }) { baseURL in
@@ -122,7 +124,9 @@ import Testing
                     return error
                 }
             }
-            try await Task.sleep(nanoseconds: 100_000_000)
+            // Cancelled while the server holds the answer, however long the request took to get there on a loaded machine.
+            var iterator = starts.makeAsyncIterator()
+            _ = await iterator.next()
             call.cancel()
             #expect(await call.value == .cancelled)
         }

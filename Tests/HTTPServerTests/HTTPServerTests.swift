@@ -268,12 +268,7 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
         async let shutdown: Void = server.shutdown(gracePeriodSeconds: 30)
 
         // New connections are refused as soon as draining starts.
-        var refused = false
-        for _ in 0..<200 where !refused {
-            refused = try await offPool { (try? RawConnection(port: port)) == nil }
-            if !refused { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(refused)
+        #expect(try await eventually { try await offPool { (try? RawConnection(port: port)) == nil } })
         // A request on a connection opened earlier is answered 503.
         let late = try await offPool {
             try keptAlive.send("GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -306,17 +301,9 @@ private func urlSession(connectionsMax: Int = 8) -> URLSession {
         let port = server.port
         let connection = try await offPool { try RawConnection(port: port) }
         try await offPool { try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n") }
-        for _ in 0..<500 where server.inFlightCount == 0 {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        #expect(server.inFlightCount == 1)
+        #expect(try await eventually { server.inFlightCount == 1 })
         async let shutdown: Void = server.shutdown(gracePeriodSeconds: 30)
-        var refused = false
-        for _ in 0..<200 where !refused {
-            refused = try await offPool { (try? RawConnection(port: port)) == nil }
-            if !refused { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(refused)
+        #expect(try await eventually { try await offPool { (try? RawConnection(port: port)) == nil } })
         let response = try await offPool {
             try connection.send("hello")
             return try connection.readResponse()

@@ -36,6 +36,17 @@ func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
     }
 }
 
+/// Checks `condition` until it holds or `seconds` passed (generous: a loaded 2-core machine runs other suites beside
+/// this one); answers whether it held.
+func eventually(seconds: Int = 30, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}
+
 struct RawResponse: Sendable {
     var status: Int
     var headers: HTTPHeaders

@@ -170,6 +170,18 @@ final class TestReceiver: Sendable {
     }
 }
 
+/// Reads `value` until `done` holds for it (or `timeoutSeconds` passed); answers the last reading. A test waits on the very
+/// condition it then asserts: on a loaded machine anything else may still be under way.
+func polled<T>(timeoutSeconds: Double = 60, _ value: () async throws -> T, until done: (T) -> Bool) async throws -> T {
+    let deadline = Date().addingTimeInterval(timeoutSeconds)
+    var last = try await value()
+    while !done(last), Date() < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+        last = try await value()
+    }
+    return last
+}
+
 /// The printed events, grouped per customer in the order they were printed: `[customerId: [sequence]]`, with the ids.
 func printedByCustomer(_ lines: [String]) -> (sequences: [String: [Int64]], ids: [String]) {
     var sequences: [String: [Int64]] = [:]

@@ -77,7 +77,7 @@ import Testing
 @Suite struct ServerFinishTests {
     @Test func aTransactionTheServerFinishedLeavesTheDevicesQueueAndIsCreditedOnce() async throws {
         try await SimulatedKakin.with { sk in
-            let device = KakinAppTests.deviceDirectory()
+            let device = KakinAppTests.deviceDirectory(sk)
             let buy = try await KakinAppTests.app(sk, device, ["buy", "coins.500", "--fail-at", "send"])
             #expect(buy.status == 1, "\(buy)")
             let waiting = try await KakinAppTests.app(sk, device, ["unfinished"])

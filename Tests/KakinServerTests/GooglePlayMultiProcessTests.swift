@@ -85,7 +85,7 @@ import Testing
             let account = try #require(try await k.request(0, "GET", "/v1/customers/u1").json["appAccountToken"]?.stringValue)
             let bought = try await play.control("POST", "/v1/purchases", ["productId": "coins_500", "obfuscatedAccountId": .string(account)])
             let token = try #require(bought["purchaseToken"]?.stringValue), order = try #require(bought["orderId"]?.stringValue)
-            for _ in 0..<1_000 where play.kept.pushes.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+            _ = try await eventually(timeoutSeconds: 60) { !play.kept.pushes.withLock { $0.isEmpty } }
             let push = try #require(play.kept.pushes.withLock { $0.first })
             // The same notification under another message id (Play published it twice), besides Pub/Sub's redelivery.
             var again = try JSONParser.parse(push.body)
@@ -134,10 +134,11 @@ import Testing
                         """, .text(order))
                 }
             }
-            var row = try await counts()
-            for _ in 0..<1_000 where row?.int("applied") != 2 || row?.int("acknowledged") != 1 {
-                try await Task.sleep(for: .milliseconds(20))
+            var row: SQLRow?
+            // Applied and acknowledged by the processes: a generous deadline on a loaded machine.
+            _ = try await eventually(timeoutSeconds: 60) {
                 row = try await counts()
+                return row?.int("applied") == 2 && row?.int("acknowledged") == 1
             }
             // Two notifications stored (the redelivery is the same message), both applied; one credit; one acknowledgement.
             #expect(row?.int("stored") == 2 && row?.int("applied") == 2, "\(String(describing: row))")

@@ -79,11 +79,7 @@ import Testing
     }
 
     static func waitUntil(_ condition: () async throws -> Bool) async throws {
-        for _ in 0..<1_000 {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("condition never held")
+        if try await !eventually(timeoutSeconds: 60, condition) { Issue.record("condition never held") }
     }
 
     static func ledger(_ k: SimulatedKakin, _ customer: String) async -> [JSONValue] {

@@ -16,8 +16,9 @@ import Testing
 /// Kakin and several `kakin` processes, and the rest of the suite shares the machine.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct KakinAppTests {
-    static func deviceDirectory() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("kakin-device-\(UUID().uuidString)").path
+    /// A device's state directory inside the Kakin's own directory: removed when the Kakin stops.
+    static func deviceDirectory(_ sk: SimulatedKakin) -> String {
+        sk.directory.appendingPathComponent("device-\(UUID().uuidString)").path
     }
 
     static func app(_ sk: SimulatedKakin, _ device: String, _ command: [String]) async throws -> KakinProcess.Result {
@@ -38,7 +39,7 @@ struct KakinAppTests {
 
     @Test func aPurchaseWhoseNetworkDroppedIsFinishedAtTheNextLaunchAndCreditedOnce() async throws {
         try await SimulatedKakin.with { sk in
-            let device = Self.deviceDirectory()
+            let device = Self.deviceDirectory(sk)
             let buy = try await Self.app(sk, device, ["buy", "coins.500", "--fail-at", "send"])
             #expect(buy.status == 1, "\(buy)")
             #expect(buy.stdout.contains("KKN-8001"), "\(buy)")
@@ -61,7 +62,7 @@ struct KakinAppTests {
 
     @Test func aSecondPurchaseWhileTheFirstIsUnfinishedExits3UntilLaunchFinishesIt() async throws {
         try await SimulatedKakin.with { sk in
-            let device = Self.deviceDirectory()
+            let device = Self.deviceDirectory(sk)
             let killed = try await Self.app(sk, device, ["buy", "coins.500", "--fail-at", "finish"])
             #expect(killed.status == 1, "\(killed)")
             #expect(killed.stdout.contains("before finish"), "\(killed)")
@@ -86,7 +87,7 @@ struct KakinAppTests {
 
     @Test func anAppKilledAfterPaymentIsCreditedAtTheNextLaunchInJSON() async throws {
         try await SimulatedKakin.with { sk in
-            let device = Self.deviceDirectory()
+            let device = Self.deviceDirectory(sk)
             let killed = try await Self.app(sk, device, ["buy", "coins.100", "--fail-at", "payment", "--json"])
             #expect(killed.status == 1)
             let stopped = try JSONParser.parse(Array(killed.stdout.utf8))
@@ -112,7 +113,7 @@ struct KakinAppTests {
 
     @Test func statusRestoreAndOffersFromTheCommandLine() async throws {
         try await SimulatedKakin.with { sk in
-            let device = Self.deviceDirectory()
+            let device = Self.deviceDirectory(sk)
             let fresh = try await Self.app(sk, device, ["status"])
             #expect(fresh.status == 0)
             #expect(fresh.stdout.hasPrefix("customer u1: new\n"), "\(fresh)")
@@ -138,7 +139,7 @@ struct KakinAppTests {
     @Test func aKakinWithAuthIsReachedWithTheCustomersToken() async throws {
         let auth = Configuration.Auth(apiKeys: [], customerTokenSecret: Authentication.secret)
         try await SimulatedKakin.with(auth: auth) { sk in
-            let device = Self.deviceDirectory()
+            let device = Self.deviceDirectory(sk)
             let base = ["app", "--server", "http://127.0.0.1:\(sk.runtime.port)", "--customer", "u1", "--state", device]
             let anonymous = try await KakinProcess.run(base + ["status"])
             #expect(anonymous.status == 1, "\(anonymous)")
@@ -178,7 +179,8 @@ struct KakinAppTests {
     }
 
     @Test func kakinDownIsAnErrorWithAnID() async throws {
-        let device = Self.deviceDirectory()
+        let device = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-device-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: device) }
         let r = try await KakinProcess.run(["app", "--server", "http://127.0.0.1:1", "--customer", "u1", "--state", device, "status"])
         #expect(r.status == 1)
         #expect(r.stdout.contains("KKN-8001"), "\(r)")
@@ -205,7 +207,7 @@ struct KakinAppTests {
 
     @Test func renewalsAndRefundsReachTheDeviceAsUpdatesAndAreFinished() async throws {
         try await SimulatedKakin.with { sk in
-            let device = Self.deviceDirectory()
+            let device = Self.deviceDirectory(sk)
             let app = try await Self.coordinator(sk, device: device)
             _ = await app.launch()
             let coins = await app.purchase("coins.100")
@@ -251,12 +253,12 @@ struct KakinAppTests {
             try await sk.buy("u3", "premium.monthly")
             #expect(try await sk.subscription("u3")["offer"]?["type"] == "introductory")
 
-            let returning = try await Self.coordinator(sk, device: Self.deviceDirectory(), customer: "u1")
+            let returning = try await Self.coordinator(sk, device: Self.deviceDirectory(sk), customer: "u1")
             #expect(await returning.purchase("premium.monthly").completedTransaction != nil)
             #expect(try await sk.subscription("u1")["state"] == "subscribed")
             #expect(try await sk.subscription("u1")["offer"] == .null, "Kakin said not eligible: no free week")
 
-            let newcomer = try await Self.coordinator(sk, device: Self.deviceDirectory(), customer: "u2")
+            let newcomer = try await Self.coordinator(sk, device: Self.deviceDirectory(sk), customer: "u2")
             #expect(await newcomer.purchase("premium.monthly").completedTransaction != nil)
             #expect(try await sk.subscription("u2")["offer"]?["type"] == "introductory")
             let appTransaction = try await Self.simulatorGET(sk, "/simulator/v1/accounts/\(try await sk.token("u2"))/app-transaction")
@@ -266,12 +268,12 @@ struct KakinAppTests {
 
     @Test func aNewDeviceStartsAtThePresentAndRestoreAsksKakin() async throws {
         try await SimulatedKakin.with { sk in
-            let phone = try await Self.coordinator(sk, device: Self.deviceDirectory())
+            let phone = try await Self.coordinator(sk, device: Self.deviceDirectory(sk))
             #expect(await phone.purchase("noads").completedTransaction != nil)
             #expect(await phone.purchase("coins.500").completedTransaction != nil)
 
             // A second device on the same account is not handed the finished history as unfinished work.
-            let tablet = try await Self.coordinator(sk, device: Self.deviceDirectory())
+            let tablet = try await Self.coordinator(sk, device: Self.deviceDirectory(sk))
             let launch = await tablet.launch()
             await tablet.stopListening()
             #expect(launch.retries.isEmpty)
@@ -306,7 +308,7 @@ struct KakinAppTests {
     /// purchase of that product until the launch sends it again (409); a subscription with the free trial; restore.
     @Test func thePlayAppSendsAPurchaseAgainAtLaunchAndCreditsItOnce() async throws {
         try await SimulatedKakin.with { sk in
-            let device = Self.deviceDirectory()
+            let device = Self.deviceDirectory(sk)
             func play(_ command: [String]) async throws -> KakinProcess.Result { try await Self.app(sk, device, ["--store", "googlePlay"] + command) }
             let dropped = try await play(["buy", "coins_500", "--fail-at", "send"])
             #expect(dropped.status == 1 && dropped.stdout.contains("KKN-8001"), "\(dropped)")

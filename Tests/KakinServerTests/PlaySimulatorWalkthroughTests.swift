@@ -43,8 +43,7 @@ import Testing
 
         // Shut down cleanly: the Play simulator's state is saved beside the database.
         serve.signal(SIGTERM)
-        let saved = dir.appendingPathComponent("kakin.db.play-simulator.json").path
-        for _ in 0..<500 where !FileManager.default.fileExists(atPath: saved) { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(FileManager.default.fileExists(atPath: saved))
+        #expect(await serve.exit() == 0)
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("kakin.db.play-simulator.json").path))
     }
 }

@@ -22,7 +22,7 @@ struct ServerFinishEndToEndTests {
     @Test func aCoinPackTheAppNeverSentIsFinishedByKakinAfterTheDelayAndCreditedOnce() async throws {
         #expect(Self.demo.serverFinish?.afterSeconds == 600)
         try await SimulatedKakin.with(apple2026: Self.demo) { sk in
-            let device = KakinAppTests.deviceDirectory()
+            let device = KakinAppTests.deviceDirectory(sk)
             let buy = try await KakinAppTests.app(sk, device, ["buy", "coins.500", "--fail-at", "send"])
             #expect(buy.status == 1, "\(buy)")
             let waiting = try await KakinAppTests.app(sk, device, ["unfinished"])
@@ -59,7 +59,7 @@ struct ServerFinishEndToEndTests {
 
     @Test func aTransactionTheAppSentIsLeftToTheApp() async throws {
         try await SimulatedKakin.with(apple2026: Self.demo) { sk in
-            let device = KakinAppTests.deviceDirectory()
+            let device = KakinAppTests.deviceDirectory(sk)
             // The notification credits it first (local mode delivers it before the purchase answers); the app's send is a 409.
             let buy = try await KakinAppTests.app(sk, device, ["buy", "coins.100"])
             #expect(buy.status == 0, "\(buy)")

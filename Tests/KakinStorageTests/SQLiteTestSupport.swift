@@ -65,9 +65,10 @@ final class WriterGate: Sendable {
     func open() { release.signal() }
 }
 
-/// Polls `condition` every millisecond for up to 10 s; records an issue if it never holds.
+/// Polls `condition` every millisecond for up to 60 s (a loaded machine); records an issue if it never holds.
 func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-    for _ in 0..<10_000 {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
         if condition() { return }
         try await Task.sleep(for: .milliseconds(1))
     }

@@ -109,7 +109,7 @@ import Testing
     @Test func notificationsRefusedWithStatus500ArriveLaterByRetryAndShowInHistory() async throws {
         let receiver = try NotificationReceiver(statuses: [500, 500])
         defer { Task { await receiver.server.shutdown(gracePeriodSeconds: 1) } }
-        let sim = try makeSimulator(sink: HTTPNotificationSink(url: receiver.url, timeoutSeconds: 5))
+        let sim = try makeSimulator(sink: HTTPNotificationSink(url: receiver.url, timeoutSeconds: 30))
         let bought = await call(sim, "POST", "/simulator/v1/purchases", ["productId": "coins", "appAccountToken": .string(tokenA)])
         let tid = bought.json["transactionId"]!.stringValue!
         #expect(receiver.bodies.count == 1)

@@ -26,6 +26,9 @@ final class SimulatedKakin: Sendable {
                       configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in }) async throws -> SimulatedKakin {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kakin-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        // A start that fails (a configuration a test expects refused) leaves no directory it made behind.
+        var started = false
+        defer { if !started { try? FileManager.default.removeItem(at: dir) } }
         var config = Configuration()
         config.port = 0
         config.database = database ?? .sqlite(path: dir.appendingPathComponent("kakin.db").path)
@@ -44,6 +47,7 @@ final class SimulatedKakin: Sendable {
         configureRuntime(&options)
         let runtime = try await KakinRuntime.start(options)
         try await local.attach(to: runtime)
+        started = true
         return SimulatedKakin(local: local, runtime: runtime, directory: dir)
     }
 

@@ -91,6 +91,9 @@ final class TestKakin: Sendable {
                       configureRuntime: (inout KakinRuntime.Options) -> Void = { _ in }) async throws -> TestKakin {
         let dir = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("kakin-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        // A start that fails (a configuration a test expects refused) leaves no directory it made behind.
+        var started = false
+        defer { if !started, directory == nil { try? FileManager.default.removeItem(at: dir) } }
         let clock = manualClock ?? ManualClock()
         let appStore = try reusedStore ?? TestAppStore(nowMs: clock.nowMs())
         var config = Configuration()
@@ -106,6 +109,7 @@ final class TestKakin: Sendable {
         options.http.bodyBytesMax = bodyBytesMax
         configureRuntime(&options)
         let runtime = try await KakinRuntime.start(options)
+        started = true
         return TestKakin(runtime: runtime, directory: dir, clock: clock, appStore: appStore)
     }
 

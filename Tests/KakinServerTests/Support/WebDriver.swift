@@ -29,7 +29,21 @@ final class WebDriver: @unchecked Sendable {
 
     /// Starts chromedriver on a free loopback port and opens a headless Chromium session.
     static func start(width: Int = 1280, height: Int = 900) async throws -> WebDriver {
-        let port = try freePort()
+        // The free port can be taken between `freePort()` and chromedriver's bind (the other tests open ports all the
+        // time): chromedriver then exits at once, and another port is tried.
+        var attempts = 1
+        while true {
+            do {
+                return try await start(port: try freePort(), width: width, height: height)
+            } catch is ExitedAtStart where attempts < 3 {
+                attempts += 1
+            }
+        }
+    }
+
+    struct ExitedAtStart: Error {}
+
+    private static func start(port: Int, width: Int, height: Int) async throws -> WebDriver {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: chromedriverPath)
         process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-level=OFF"]
@@ -146,14 +160,17 @@ final class WebDriver: @unchecked Sendable {
         return json
     }
 
+    /// Up to 60 s: a process starting on a loaded machine.
     func waitUntilReady() async throws {
         var last = ""
-        for _ in 0..<100 {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
             do {
                 if try await call("GET", "/status")["value"]?["ready"] == true { return }
             } catch {
                 last = "\(error)"
             }
+            guard process.isRunning else { throw ExitedAtStart() }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw Failure(description: "chromedriver did not start on port \(port): \(last)")
