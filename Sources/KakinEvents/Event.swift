@@ -118,13 +118,23 @@ public enum EventOutbox {
                               customerStatus: consuming JSONValue, statusView: String?, nowMs: Int64,
                               ids: any IDGenerator) -> [OutboxEventRow] {
         if drafts.isEmpty { return [] }
-        let first = lastSequence + 1
         if case .object(var o) = customerStatus {
             customerStatus = .null  // `o` alone holds the members: `version` goes in without copying them
             o["version"] = .int(lastSequence + Int64(drafts.count))
             customerStatus = .object(o)
         }
-        let customer = customerStatus.serialized()
+        return append(to: &batch, customerId: customerId, lastSequence: lastSequence, drafts: drafts,
+                      customerStatusJSON: customerStatus.serialized(), statusView: statusView, nowMs: nowMs, ids: ids)
+    }
+
+    /// `append` with the status already written (`CustomerStatus.answerJSON`, the bytes a status read answers), its
+    /// `version` the customer's last sequence after this append (`lastSequence + drafts.count`).
+    @discardableResult
+    public static func append(to batch: inout WriteBatch, customerId: String, lastSequence: Int64, drafts: [EventDraft],
+                              customerStatusJSON customer: [UInt8], statusView: String?, nowMs: Int64,
+                              ids: any IDGenerator) -> [OutboxEventRow] {
+        if drafts.isEmpty { return [] }
+        let first = lastSequence + 1
         let createdAt = Timestamp.rfc3339(nowMs)
         var rows: [OutboxEventRow] = []
         rows.reserveCapacity(drafts.count)

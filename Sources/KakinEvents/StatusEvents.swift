@@ -39,6 +39,37 @@ public struct StatusView: Sendable, Hashable {
          "access": .object((access ?? [:]).mapValues { .array($0.sorted().map(JSONValue.string)) })]
     }
 
+    /// `json` serialized (members in key order at every level), written straight to bytes: what `outbox_heads.status_view`
+    /// stores and each change compares its view with.
+    public var jsonString: String {
+        var w = JSONBytesWriter(capacity: 64 + 256 * subscriptions.count)
+        w.object { w in
+            w.key("access")
+            w.object { w in
+                for (entitlement, sources) in (access ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    w.key(entitlement)
+                    w.array(sources.sorted()) { w, source in w.string(source) }
+                }
+            }
+            w.key("subscriptions")
+            w.object { w in
+                for (otid, s) in subscriptions.sorted(by: { $0.key < $1.key }) {
+                    w.key(otid)
+                    w.object { w in
+                        w.member("expiresAtMs", s.expiresAtMs)
+                        w.member("latestTransactionId", s.latestTransactionId)
+                        w.member("offerId", s.offerId)
+                        w.member("offerType", s.offerType)
+                        w.member("productId", s.productId)
+                        w.member("state", s.state.rawValue)
+                        w.member("willAutoRenew", s.willAutoRenew)
+                    }
+                }
+            }
+        }
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+
     /// A stored view; nil for anything unreadable (then every current entitlement is told again as new).
     public init?(json: JSONValue) {
         guard case .object(let subs)? = json["subscriptions"] else { return nil }

@@ -48,7 +48,7 @@ public struct CustomerEvents: Sendable {
         let customerId = snapshot.customer.customerId
         let status = StatusEngine.evaluate(snapshot.history, catalog: catalog, nowMs: r.nowMs)
         let now = StatusView(status)
-        let nowJSON = now.json.jsonString
+        let nowJSON = now.jsonString
         // Stored as it is now (coins moving leave it so): the view told is this one, without parsing it back.
         let unchanged = snapshot.statusView == nowJSON
         let told = unchanged
@@ -59,11 +59,13 @@ public struct CustomerEvents: Sendable {
             drafts[i].bundleId = bundleId
             drafts[i].environment = environment
         }
-        let json = ConsentStatus.adding(snapshot.customer,
-                                        to: status.json(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet))
+        // The status as a status read answers it after this append, written straight to bytes (no tree).
+        let json = status.answerJSON(customerId: customerId, appAccountToken: snapshot.customer.appAccountToken, wallet: snapshot.wallet,
+                                     version: snapshot.version + Int64(drafts.count),
+                                     consentRescindedAtMs: snapshot.customer.consentRescindedAtMs)
         // Coins moving leave the transitions as they were: the view is written only when it changed.
         let view = now != told || snapshot.statusView == nil ? nowJSON : nil
-        EventOutbox.append(to: &batch, customerId: customerId, lastSequence: snapshot.version, drafts: drafts, customerStatus: consume json,
+        EventOutbox.append(to: &batch, customerId: customerId, lastSequence: snapshot.version, drafts: drafts, customerStatusJSON: json,
                            statusView: view, nowMs: r.nowMs, ids: r.idGenerator)
         snapshot.version += Int64(drafts.count)
         if let view { snapshot.statusView = view }

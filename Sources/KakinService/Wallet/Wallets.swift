@@ -107,8 +107,7 @@ public struct Wallets: Sendable {
                 let balance = customer?.wallet ?? WalletBalance()
                 let after = WalletBalance(paid: balance.paid, free: balance.free + g.amount)
                 let entryId = r.newEntryId()
-                let json: JSONValue = ["grantId": .string(entryId), "amount": .int(g.amount), "reason": .string(g.reason), "wallet": after.json]
-                return IdempotentEffect(status: 201, body: json.serialized()) {
+                return IdempotentEffect(status: 201, body: Self.grantAnswer(grantId: entryId, g, wallet: after)) {
                     let movement = LedgerMovement(entryId: entryId, customerId: g.customerId, atMs: r.nowMs, kind: .grant, paid: 0,
                                                   free: g.amount, reference: g.idempotencyKey, effectKey: nil, item: g.reason)
                     let granted = EventDraft.coins(.coinsGranted, paid: 0, free: g.amount, reference: entryId, ["reason": .string(g.reason)])
@@ -130,6 +129,24 @@ public struct Wallets: Sendable {
             events.wake()
         }
         return answer
+    }
+
+    /// The grant's 201 body, `{"amount", "grantId", "reason", "wallet"}` (members in key order, as a `JSONValue` object
+    /// serializes), written straight to bytes.
+    static func grantAnswer(grantId: String, _ g: GrantRequest, wallet: WalletBalance) -> [UInt8] {
+        var w = JSONBytesWriter(capacity: 128 + g.reason.utf8.count)
+        w.object { w in
+            w.member("amount", g.amount)
+            w.member("grantId", grantId)
+            w.member("reason", g.reason)
+            w.key("wallet")
+            w.object { w in
+                w.member("free", wallet.free)
+                w.member("paid", wallet.paid)
+                w.member("total", wallet.total)
+            }
+        }
+        return w.bytes
     }
 
     /// Moves coins for `customer`, whose status inputs this write read before deciding, and tells `facts` with the
