@@ -30,17 +30,8 @@ public struct StatusView: Sendable, Hashable {
         access = status.entitlementSources
     }
 
-    public var json: JSONValue {
-        ["subscriptions": .object(subscriptions.mapValues { s in
-            ["productId": .string(s.productId), "latestTransactionId": .string(s.latestTransactionId), "state": .string(s.state.rawValue),
-             "expiresAtMs": s.expiresAtMs.map(JSONValue.int) ?? .null, "willAutoRenew": .bool(s.willAutoRenew),
-             "offerType": .string(s.offerType), "offerId": .string(s.offerId)]
-         }),
-         "access": .object((access ?? [:]).mapValues { .array($0.sorted().map(JSONValue.string)) })]
-    }
-
-    /// `json` serialized (members in key order at every level), written straight to bytes: what `outbox_heads.status_view`
-    /// stores and each change compares its view with.
+    /// The view as JSON (members in key order at every level; read back by `init?(json:)`), written straight to bytes:
+    /// what `outbox_heads.status_view` stores and each change compares its view with.
     public var jsonString: String {
         var w = JSONBytesWriter(capacity: 64 + 256 * subscriptions.count)
         w.object { w in

@@ -3,7 +3,8 @@ import Testing
 @testable import KakinEvents
 
 /// The view a change stores and compares with (`outbox_heads.status_view`) is written straight to bytes: they must be
-/// the bytes its `json` serializes to, or every change would find the stored view changed and write it again.
+/// the bytes the tree below (how views were stored before) serializes to, or every change would find a stored view
+/// changed and write it again.
 @Suite struct StatusViewJSONTests {
     @Test func aStoredViewIsWrittenAsItsJSONSerializes() {
         var view = StatusView()
@@ -16,5 +17,17 @@ import Testing
         #expect(view.jsonString == view.json.jsonString)
         view.access = nil  // a view read from before groups were told stores its access empty
         #expect(view.jsonString == view.json.jsonString)
+    }
+}
+
+extension StatusView {
+    /// The view as the tree views were stored from before they were written straight to bytes: the test's reference.
+    var json: JSONValue {
+        ["subscriptions": .object(subscriptions.mapValues { s in
+            ["productId": .string(s.productId), "latestTransactionId": .string(s.latestTransactionId), "state": .string(s.state.rawValue),
+             "expiresAtMs": s.expiresAtMs.map(JSONValue.int) ?? .null, "willAutoRenew": .bool(s.willAutoRenew),
+             "offerType": .string(s.offerType), "offerId": .string(s.offerId)]
+         }),
+         "access": .object((access ?? [:]).mapValues { .array($0.sorted().map(JSONValue.string)) })]
     }
 }
