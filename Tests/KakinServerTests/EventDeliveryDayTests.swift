@@ -92,6 +92,9 @@ import Testing
                     try await doomed.prepare()
                     doomed.start()
                 }
+                // The doomed worker competes for claims with the others: each hour until it is killed, give it time to
+                // be cut off in the middle of one (asserted after the day), however slowly a loaded machine runs.
+                if killing == nil, hour > 14 { _ = try await eventually(timeoutSeconds: 10) { !cutOff.hung.isEmpty } }
                 if killing == nil, hour > 14, !cutOff.hung.isEmpty {
                     // Killed in the middle of delivering: it takes nothing more, and what it was sending never returns.
                     killing = Task { await doomed.stop() }
