@@ -167,11 +167,7 @@ public struct CustomerStatus: Sendable, Hashable {
             w.array(subscriptions) { w, s in s.write(to: &w) }
             w.member("version", version)
             w.key("wallet")
-            w.object { w in
-                w.member("free", wallet.free)
-                w.member("paid", wallet.paid)
-                w.member("total", wallet.total)
-            }
+            wallet.write(to: &w)
         }
         return w.bytes
     }

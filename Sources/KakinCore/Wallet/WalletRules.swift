@@ -11,6 +11,15 @@ public struct WalletBalance: Sendable, Hashable {
     public var total: Int64 { paid + free }
 
     public var json: JSONValue { ["paid": .int(paid), "free": .int(free), "total": .int(total)] }
+
+    /// `json` written straight to bytes (members in key order, as it serializes).
+    public func write(to w: inout JSONBytesWriter) {
+        w.object { w in
+            w.member("free", free)
+            w.member("paid", paid)
+            w.member("total", total)
+        }
+    }
 }
 
 public enum SpendOrder: String, Sendable, CaseIterable {

@@ -140,11 +140,7 @@ public struct Wallets: Sendable {
             w.member("grantId", grantId)
             w.member("reason", g.reason)
             w.key("wallet")
-            w.object { w in
-                w.member("free", wallet.free)
-                w.member("paid", wallet.paid)
-                w.member("total", wallet.total)
-            }
+            wallet.write(to: &w)
         }
         return w.bytes
     }
