@@ -105,30 +105,14 @@ public enum EventOutbox {
     /// Appends `drafts` (in order) to `customerId`'s events after `lastSequence`, the customer's last sequence the
     /// caller's write read (`KakinStore.appendEvents` guards it: no gap, no duplicate, whatever runs concurrently): draws
     /// an `evt_…` id for each (a re-run body draws new ones; only the committed run's exist) and adds to `batch` the
-    /// writes storing each event's JSON with `data.customer` = `customerStatus`, whose `version` is set to the customer's
-    /// last sequence after this append (what `GET /v1/customers/{id}` then answers), and `statusView` (what the events
-    /// told, when it changed). The status is written to JSON once for all the drafts (`Event.payload`). No drafts:
-    /// nothing is added, `[]`.
+    /// writes storing each event's JSON with `data.customer` = `customer`, and `statusView` (what the events told, when
+    /// it changed). No drafts: nothing is added, `[]`.
     /// - Parameters:
-    ///   - customerStatus: the customer's status after the change, as `GET /v1/customers/{id}` answers it.
+    ///   - customer: the customer's status after the change as `GET /v1/customers/{id}` then answers it, written
+    ///     (`CustomerStatus.answerJSON`), its `version` the customer's last sequence after this append
+    ///     (`lastSequence + drafts.count`); written once into every draft's JSON (`Event.payload`).
     ///   - nowMs: `createdAt` (Kakin's clock: the simulator's in local mode).
     /// - Returns: the rows to be stored, in sequence order.
-    @discardableResult
-    public static func append(to batch: inout WriteBatch, customerId: String, lastSequence: Int64, drafts: [EventDraft],
-                              customerStatus: consuming JSONValue, statusView: String?, nowMs: Int64,
-                              ids: any IDGenerator) -> [OutboxEventRow] {
-        if drafts.isEmpty { return [] }
-        if case .object(var o) = customerStatus {
-            customerStatus = .null  // `o` alone holds the members: `version` goes in without copying them
-            o["version"] = .int(lastSequence + Int64(drafts.count))
-            customerStatus = .object(o)
-        }
-        return append(to: &batch, customerId: customerId, lastSequence: lastSequence, drafts: drafts,
-                      customerStatusJSON: customerStatus.serialized(), statusView: statusView, nowMs: nowMs, ids: ids)
-    }
-
-    /// `append` with the status already written (`CustomerStatus.answerJSON`, the bytes a status read answers), its
-    /// `version` the customer's last sequence after this append (`lastSequence + drafts.count`).
     @discardableResult
     public static func append(to batch: inout WriteBatch, customerId: String, lastSequence: Int64, drafts: [EventDraft],
                               customerStatusJSON customer: [UInt8], statusView: String?, nowMs: Int64,
@@ -150,14 +134,17 @@ public enum EventOutbox {
         return rows
     }
 
-    /// `append` in a write that has not read the customer's last sequence: reads it, then writes (the status view
-    /// unchanged). Returns the events as stored.
+    /// `append` in a write that has not read the customer's last sequence: reads it, then writes with `customerStatus`
+    /// (an object; its `version` set here) and the status view unchanged. Returns the events as stored.
     @discardableResult
     public static func append(_ db: SQLConnection, customerId: String, drafts: [EventDraft], customerStatus: JSONValue,
                               nowMs: Int64, ids: any IDGenerator) throws -> [Event] {
+        let lastSequence = try KakinStore.lastEventSequence(db, customerId: customerId)
+        var status = customerStatus.objectValue ?? [:]
+        status["version"] = .int(lastSequence + Int64(drafts.count))
         var batch = WriteBatch()
-        let rows = append(to: &batch, customerId: customerId, lastSequence: try KakinStore.lastEventSequence(db, customerId: customerId),
-                          drafts: drafts, customerStatus: customerStatus, statusView: nil, nowMs: nowMs, ids: ids)
+        let rows = append(to: &batch, customerId: customerId, lastSequence: lastSequence, drafts: drafts,
+                          customerStatusJSON: JSONValue.object(status).serialized(), statusView: nil, nowMs: nowMs, ids: ids)
         try db.write(batch)
         return rows.map { row in
             guard let event = Event(payload: row.payload) else { preconditionFailure("an appended event reads back") }

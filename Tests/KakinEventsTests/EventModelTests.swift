@@ -118,12 +118,13 @@ import Testing
             EventDraft(type: .coinsCredited, data: ["coins": 1, "cust": "x", "customerX": 2, "Customer": 3, "d": 1.5],
                        environment: "Sandbox", bundleId: "com.example.app"),
         ]
-        var batch = WriteBatch()
-        let rows = EventOutbox.append(to: &batch, customerId: "u\"1", lastSequence: 41, drafts: drafts, customerStatus: status,
-                                      statusView: nil, nowMs: 1_790_000_000_123, ids: SequentialIDs())
-        #expect(rows.map(\.sequence) == [42, 43, 44])
         var versioned = status.objectValue ?? [:]
         versioned["version"] = 44
+        var batch = WriteBatch()
+        let rows = EventOutbox.append(to: &batch, customerId: "u\"1", lastSequence: 41, drafts: drafts,
+                                      customerStatusJSON: JSONValue.object(versioned).serialized(), statusView: nil,
+                                      nowMs: 1_790_000_000_123, ids: SequentialIDs())
+        #expect(rows.map(\.sequence) == [42, 43, 44])
         for (row, draft) in zip(rows, drafts) {
             var data = draft.data
             data["customer"] = .object(versioned)
